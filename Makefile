@@ -1,0 +1,42 @@
+# Racksmith — the two commands: `make up` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEBS := xfsprogs
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install up test test-unit test-integration test-e2e bench lint clean debs
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory debs
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+debs:
+	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; \
+	fi
+
+up: install
+	$(BIN)/racksmith up --progress
+
+lint: install
+	$(BIN)/ruff check racksmith tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: install lint
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+bench: install
+	$(BIN)/python bench/apiserver.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache

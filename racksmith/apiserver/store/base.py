@@ -1,0 +1,137 @@
+"""The storage interface of the API server.
+
+Owns: the contract every storage backend (SQLite today, etcd later) fulfils.
+The API server is the only caller. Objects are plain JSON-compatible dicts;
+the store owns ``metadata.resourceVersion`` (one global, strictly increasing
+integer sequence, rendered as a decimal string) and nothing else in them.
+
+Durability contract: when a write coroutine returns, the write is on disk;
+a crash (SIGKILL) at any moment loses no acknowledged write and leaves no
+partial one. Every write also appends to an event log so that a watch can
+resume from any resourceVersion newer than the compaction point; older ones
+raise :class:`Expired` (the HTTP layer answers 410 Gone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, order=True)
+class Key:
+    """Where one object lives: ``resource`` is ``"<group or core>/<plural>"``;
+    ``namespace`` is ``""`` for cluster-scoped objects."""
+
+    resource: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A set of keys for list and watch: one resource, optionally one namespace
+    (``None`` = all namespaces)."""
+
+    resource: str
+    namespace: str | None = None
+
+    def contains(self, key: Key) -> bool:
+        return key.resource == self.resource and (
+            self.namespace is None or key.namespace == self.namespace)
+
+
+class EventType(str, Enum):
+    """Watch event types, as the Kubernetes watch protocol names them."""
+
+    ADDED = "ADDED"
+    """The object was created."""
+    MODIFIED = "MODIFIED"
+    """The object was updated (including metadata such as finalizers)."""
+    DELETED = "DELETED"
+    """The object is gone; the payload is its last state with the delete's rv."""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: EventType
+    key: Key
+    rv: int
+    obj: Obj
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Obj]
+    rv: int
+    """The store's resourceVersion at the time of the list."""
+    next_name: Key | None = None
+    """Set when ``limit`` cut the list short: the last key returned."""
+    remaining: int = 0
+
+
+class NotFoundError(Exception):
+    """No object at that key."""
+
+
+class AlreadyExistsError(Exception):
+    """An object already exists at that key."""
+
+
+class ConflictError(Exception):
+    """The precondition resourceVersion does not match the stored one."""
+
+
+class Expired(Exception):
+    """The requested resourceVersion is older than the event log keeps."""
+
+
+class Store(Protocol):
+    """A transactional object store with a global resourceVersion sequence.
+
+    All methods may be called concurrently from one event loop; writes are
+    serialised by the store. Returned dicts are fresh copies the caller owns.
+    """
+
+    async def open(self) -> None:
+        """Open (creating if needed) and recover the store."""
+
+    async def close(self) -> None:
+        """Flush and close; pending watches end."""
+
+    def current_rv(self) -> int:
+        """The resourceVersion of the newest committed write (0 when empty)."""
+
+    async def get(self, key: Key) -> Obj:
+        """Return the object. Raises NotFoundError."""
+
+    async def list(self, scope: Scope, *, after: Key | None = None,
+                   limit: int | None = None) -> ListResult:
+        """Objects in ``scope`` ordered by (namespace, name), starting after
+        ``after``, at most ``limit`` of them."""
+
+    async def create(self, key: Key, obj: Obj) -> Obj:
+        """Store a new object; sets ``metadata.resourceVersion``.
+        Raises AlreadyExistsError."""
+
+    async def update(self, key: Key, obj: Obj, *, expected_rv: int | None = None) -> Obj:
+        """Replace an existing object; sets ``metadata.resourceVersion``.
+        ``expected_rv`` (when given) must equal the stored one. Raises
+        NotFoundError, ConflictError."""
+
+    async def delete(self, key: Key, *, expected_rv: int | None = None) -> Obj:
+        """Remove the object; returns its last state carrying the delete's
+        resourceVersion. Raises NotFoundError, ConflictError."""
+
+    def watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
+        """Events in ``scope`` with rv > ``since_rv``, first replayed from the
+        log, then live, in rv order, until the consumer stops iterating or the
+        store closes. Raises Expired (when iteration starts) if ``since_rv`` is
+        older than the log keeps."""
+
+    def oldest_rv(self) -> int:
+        """The oldest resourceVersion a watch may resume from."""
