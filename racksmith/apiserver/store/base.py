@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 Obj = dict[str, Any]
@@ -45,7 +45,7 @@ class Scope:
             self.namespace is None or key.namespace == self.namespace)
 
 
-class EventType(str, Enum):
+class EventType(StrEnum):
     """Watch event types, as the Kubernetes watch protocol names them."""
 
     ADDED = "ADDED"

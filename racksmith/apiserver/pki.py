@@ -1,0 +1,452 @@
+"""The API server's TLS material, static tokens and the kubeconfig that uses them.
+
+Owns, under the data directory:
+
+* ``pki/ca.crt`` / ``pki/ca.key`` — a private CA (EC P-256, ten years),
+  generated once and kept: kubeconfigs embed it.
+* ``pki/apiserver.crt`` / ``pki/apiserver.key`` — the serving certificate,
+  signed by that CA with IP and DNS SANs for the requested hosts; reissued when
+  the host set changes, when it expires within 30 days, or when it no longer
+  chains to the CA.
+* ``tokens.csv`` — bearer tokens in kube-apiserver's static token file format
+  (``token,user,uid,"group1,group2"``), with the ``racksmith-admin`` user in
+  ``system:masters``.
+
+and writes kubeconfig files pointing at the server. kubectl drops bearer
+tokens over plain http, so tokens go with TLS (``certificate-authority-data``).
+
+Private keys and files holding tokens are created 0600 and written atomically
+(temp file + rename). Neither tokens nor keys ever appear in logs or error
+messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import csv
+import datetime as dt
+import ipaddress
+import logging
+import os
+import secrets
+import ssl
+import tempfile
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = [
+    "ADMIN_GROUPS",
+    "ADMIN_USER",
+    "Pki",
+    "PkiError",
+    "TokenFileError",
+    "User",
+    "ensure_admin_token",
+    "ensure_pki",
+    "load_tokens",
+    "write_kubeconfig",
+]
+
+log = logging.getLogger(__name__)
+
+ADMIN_USER = "racksmith-admin"
+ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
+TOKENS_FILE = "tokens.csv"
+PKI_DIR = "pki"
+
+CA_VALIDITY = dt.timedelta(days=3650)
+SERVING_VALIDITY = dt.timedelta(days=365)
+RENEW_BEFORE = dt.timedelta(days=30)
+_BACKDATE = dt.timedelta(minutes=5)  # tolerate small clock skew between hosts
+
+
+class PkiError(RuntimeError):
+    """The PKI directory is in a state we will not silently repair."""
+
+
+class TokenFileError(ValueError):
+    """A malformed static token file (the message names the line, never the token)."""
+
+
+# --------------------------------------------------------------------------- files
+
+
+def _atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+# --------------------------------------------------------------------------- certificates
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Paths of the CA and serving certificate, and the CA's PEM for kubeconfigs."""
+
+    ca_cert_pem: bytes
+    ca_path: Path
+    cert_path: Path
+    key_path: Path
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A server-side TLS context presenting the serving certificate (TLS 1.2+)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.cert_path, self.key_path)
+        return context
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+_IP = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _normalise_hosts(hosts: Iterable[str]) -> tuple[list[_IP], list[str]]:
+    ips: list[_IP] = []
+    names: list[str] = []
+    for raw in hosts:
+        host = raw.strip().strip("[]")
+        if not host:
+            continue
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            name = host.lower().rstrip(".")
+            if name not in names:
+                names.append(name)
+        else:
+            if ip not in ips:
+                ips.append(ip)
+    if not ips and not names:
+        raise ValueError("ensure_pki needs at least one host name or IP address")
+    return ips, names
+
+
+def _new_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _issue_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith-ca")])
+    now = _now()
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(now + CA_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                crl_sign=True, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(ski, critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _issue_serving(
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    ips: Sequence[_IP],
+    names: Sequence[str],
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _new_key()
+    now = _now()
+    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    sans += [x509.IPAddress(ip) for ip in ips]
+    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith-apiserver")]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(min(now + SERVING_VALIDITY, ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=False,
+                crl_sign=False, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def _load_ca(
+    cert_path: Path, key_path: Path
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+    except (ValueError, TypeError):
+        raise PkiError(
+            f"cannot read the CA in {cert_path.parent}; remove that directory to generate a new"
+            " CA (existing kubeconfigs must then be rewritten)"
+        ) from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+        raise PkiError(
+            f"{key_path} does not belong to {cert_path}; remove {cert_path.parent} to start over"
+        )
+    return cert, key
+
+
+def _serving_is_current(
+    cert_path: Path,
+    key_path: Path,
+    ca_cert: x509.Certificate,
+    ips: Sequence[_IP],
+    names: Sequence[str],
+) -> bool:
+    if not cert_path.exists() or not key_path.exists():
+        return False
+    try:
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        cert.verify_directly_issued_by(ca_cert)
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, TypeError, InvalidSignature, x509.ExtensionNotFound):
+        log.warning("serving certificate in %s is unusable; issuing a new one", cert_path.parent)
+        return False
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+        return False
+    if set(san.get_values_for_type(x509.IPAddress)) != set(ips) or set(
+        san.get_values_for_type(x509.DNSName)
+    ) != set(names):
+        log.info("API server host names changed; issuing a new serving certificate")
+        return False
+    if cert.not_valid_after_utc - RENEW_BEFORE <= _now():
+        log.info("serving certificate expires soon; issuing a new one")
+        return False
+    return True
+
+
+def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")) -> Pki:
+    """Create (first start) or check the CA and serving certificate under ``data_dir/pki``.
+
+    The CA is generated only when neither ``ca.crt`` nor ``ca.key`` exists (or
+    the CA is about to expire); the serving certificate is reissued whenever it
+    does not cover exactly ``hosts``, expires within 30 days or does not chain
+    to the CA. ``hosts`` entries that parse as IP addresses become IP SANs, the
+    rest DNS SANs.
+    """
+    ips, names = _normalise_hosts(hosts)
+    pki_dir = data_dir / PKI_DIR
+    _private_dir(pki_dir)
+    ca_path, ca_key_path = pki_dir / "ca.crt", pki_dir / "ca.key"
+    cert_path, key_path = pki_dir / "apiserver.crt", pki_dir / "apiserver.key"
+
+    if not ca_path.exists() and not ca_key_path.exists():
+        ca_cert, ca_key = _generate_ca(ca_path, ca_key_path)
+    elif ca_path.exists() and ca_key_path.exists():
+        ca_cert, ca_key = _load_ca(ca_path, ca_key_path)
+        if ca_cert.not_valid_after_utc - RENEW_BEFORE <= _now():
+            log.warning("the racksmith CA expires soon; generating a new one (rewrite kubeconfigs)")
+            ca_cert, ca_key = _generate_ca(ca_path, ca_key_path)
+    else:
+        missing = ca_key_path if ca_path.exists() else ca_path
+        raise PkiError(
+            f"{missing} is missing; restore it, or remove {pki_dir} to generate a new CA"
+            " (existing kubeconfigs must then be rewritten)"
+        )
+    ca_key_path.chmod(0o600)
+
+    if not _serving_is_current(cert_path, key_path, ca_cert, ips, names):
+        cert, key = _issue_serving(ca_cert, ca_key, ips, names)
+        _atomic_write(key_path, _key_pem(key))
+        _atomic_write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    key_path.chmod(0o600)
+
+    return Pki(
+        ca_cert_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        ca_path=ca_path,
+        cert_path=cert_path,
+        key_path=key_path,
+    )
+
+
+def _generate_ca(
+    ca_path: Path, ca_key_path: Path
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    log.info("generating the racksmith CA in %s", ca_path.parent)
+    cert, key = _issue_ca()
+    _atomic_write(ca_key_path, _key_pem(key))
+    _atomic_write(ca_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    return cert, key
+
+
+# --------------------------------------------------------------------------- tokens
+
+
+@dataclass(frozen=True)
+class User:
+    """An authenticated user: name, uid and groups, as in kube's ``user.Info``."""
+
+    name: str
+    uid: str
+    groups: tuple[str, ...] = ()
+
+
+def load_tokens(path: Path) -> dict[str, User]:
+    """Parse a static token file (``token,user,uid[,"group1,group2"]`` per line).
+
+    Blank lines and lines starting with ``#`` are skipped. Raises
+    :class:`TokenFileError` naming the file and line for malformed lines and
+    duplicate tokens; the token itself is never part of the message.
+    """
+    users: dict[str, User] = {}
+    seen_at: dict[str, int] = {}
+    text = path.read_text(encoding="utf-8")
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            (record,) = list(csv.reader([stripped], strict=True))
+        except (csv.Error, ValueError):
+            raise TokenFileError(f"{where}: not a valid CSV record") from None
+        record = [field.strip() for field in record]
+        if len(record) < 3:
+            raise TokenFileError(
+                f"{where}: expected token,user,uid[,groups] but found {len(record)} column(s)"
+            )
+        token, name, uid = record[0], record[1], record[2]
+        if not token:
+            raise TokenFileError(f"{where}: the token column is empty")
+        if not name:
+            raise TokenFileError(f"{where}: the user column is empty")
+        groups: tuple[str, ...] = ()
+        if len(record) > 3 and record[3]:
+            groups = tuple(g.strip() for g in record[3].split(",") if g.strip())
+        if token in users:
+            raise TokenFileError(f"{where}: duplicates the token of line {seen_at[token]}")
+        users[token] = User(name=name, uid=uid, groups=groups)
+        seen_at[token] = lineno
+    return users
+
+
+def _token_line(token: str, user: User) -> str:
+    return f'{token},{user.name},{user.uid},"{",".join(user.groups)}"\n'
+
+
+def ensure_admin_token(data_dir: Path) -> str:
+    """Return the ``racksmith-admin`` token from ``data_dir/tokens.csv``, creating it if needed.
+
+    Idempotent: an existing admin token is reused, other users' lines are kept.
+    The file is (re)written atomically with mode 0600.
+    """
+    _private_dir(data_dir)
+    path = data_dir / TOKENS_FILE
+    existing = ""
+    if path.exists():
+        for token, user in load_tokens(path).items():
+            if user.name == ADMIN_USER:
+                if path.stat().st_mode & 0o077:
+                    log.warning("%s was readable by others; setting mode 0600", path)
+                    path.chmod(0o600)
+                return token
+        existing = path.read_text(encoding="utf-8")
+        if existing and not existing.endswith("\n"):
+            existing += "\n"
+    token = secrets.token_urlsafe(32)
+    admin = User(name=ADMIN_USER, uid=str(uuid.uuid4()), groups=ADMIN_GROUPS)
+    _atomic_write(path, (existing + _token_line(token, admin)).encode("utf-8"))
+    log.info("created the %s token in %s", ADMIN_USER, path)
+    return token
+
+
+# --------------------------------------------------------------------------- kubeconfig
+
+
+def write_kubeconfig(
+    path: Path,
+    *,
+    server: str,
+    token: str,
+    ca_pem: bytes | None,
+    context_name: str = "racksmith",
+) -> None:
+    """Write a kubeconfig for ``server`` with a bearer ``token`` (mode 0600, atomically).
+
+    ``ca_pem`` goes in as ``certificate-authority-data``; pass ``None`` only for
+    a server whose certificate the system trusts — or for plain http, where
+    kubectl will not send the token at all.
+    """
+    if server.startswith("http://"):
+        log.warning("kubeconfig %s points at plain http: kubectl will not send its token", path)
+    cluster: dict[str, Any] = {"server": server}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode("ascii")
+    config: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context_name, "cluster": cluster}],
+        "users": [{"name": f"{context_name}-admin", "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": context_name,
+                "context": {"cluster": context_name, "user": f"{context_name}-admin"},
+            }
+        ],
+        "current-context": context_name,
+        "preferences": {},
+    }
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _atomic_write(path, yaml.safe_dump(config, sort_keys=False).encode("utf-8"))

@@ -1,0 +1,146 @@
+"""In-process fan-out of committed store events to watchers.
+
+Owns: the live half of a watch. The store publishes each committed batch of
+events (in resourceVersion order, on the event loop thread) to the hub; the
+hub appends every event to the bounded buffer of each subscription whose
+:class:`~racksmith.apiserver.store.base.Scope` contains its key.
+
+Slow watchers never block writers or other watchers: when a subscription's
+buffer is full it is *overflowed* — the hub drops its buffer, forgets the
+subscription, and the next :meth:`Subscription.get` raises
+:class:`~racksmith.apiserver.store.base.Expired`. The HTTP layer then ends the
+watch so that the client re-lists (exactly what it does after a 410 Gone).
+
+Events carry the object as serialised JSON bytes; each watcher decodes its own
+copy, so watchers never share mutable dicts and nobody pays for decoding events
+no one consumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from racksmith.apiserver.store.base import EventType, Expired, Key, Scope
+
+__all__ = ["RawEvent", "Subscription", "WatchHub"]
+
+
+class RawEvent(NamedTuple):
+    """One committed event, with the object still serialised."""
+
+    rv: int
+    type: EventType
+    key: Key
+    data: bytes
+
+
+class Subscription:
+    """One watcher's bounded buffer of live events."""
+
+    __slots__ = ("_buf", "_closed", "_hub", "_maxsize", "_overflowed", "_wake", "scope")
+
+    def __init__(self, hub: WatchHub, scope: Scope, maxsize: int) -> None:
+        self.scope = scope
+        self._hub = hub
+        self._maxsize = maxsize
+        self._buf: deque[RawEvent] = deque()
+        self._wake = asyncio.Event()
+        self._overflowed = False
+        self._closed = False
+
+    def _push(self, ev: RawEvent) -> bool:
+        """Buffer ``ev``; False when this pushes the subscription over its bound."""
+        if len(self._buf) >= self._maxsize:
+            self._overflowed = True
+            self._buf.clear()
+            self._wake.set()
+            return False
+        self._buf.append(ev)
+        self._wake.set()
+        return True
+
+    def _close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    @property
+    def overflowed(self) -> bool:
+        return self._overflowed
+
+    async def get(self) -> RawEvent | None:
+        """The next live event; None once the hub is closed and the buffer is
+        drained. Raises Expired if the buffer overflowed."""
+        while True:
+            if self._overflowed:
+                raise Expired("watch fell too far behind; re-list and watch again")
+            if self._buf:
+                return self._buf.popleft()
+            if self._closed:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+
+    def cancel(self) -> None:
+        """Stop receiving events (idempotent)."""
+        self._hub._unsubscribe(self)
+        self._closed = True
+        self._buf.clear()
+
+
+class WatchHub:
+    """Subscriptions indexed by resource; all methods run on the event loop."""
+
+    def __init__(self, queue_size: int) -> None:
+        if queue_size < 1:
+            raise ValueError("queue_size must be >= 1")
+        self._queue_size = queue_size
+        self._by_resource: dict[str, set[Subscription]] = {}
+        self._closed = False
+
+    def subscribe(self, scope: Scope) -> Subscription:
+        sub = Subscription(self, scope, self._queue_size)
+        if self._closed:
+            sub._close()
+        else:
+            self._by_resource.setdefault(scope.resource, set()).add(sub)
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        subs = self._by_resource.get(sub.scope.resource)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._by_resource[sub.scope.resource]
+
+    def subscriber_count(self) -> int:
+        return sum(len(s) for s in self._by_resource.values())
+
+    def publish(self, events: Iterable[RawEvent]) -> None:
+        """Fan ``events`` (already committed, ascending rv) out to subscribers."""
+        by_resource = self._by_resource
+        if not by_resource:
+            return
+        dropped: list[Subscription] = []
+        for ev in events:
+            subs = by_resource.get(ev.key.resource)
+            if not subs:
+                continue
+            ns = ev.key.namespace
+            for sub in subs:
+                want = sub.scope.namespace
+                if (want is None or want == ns) and not sub._overflowed \
+                        and not sub._push(ev):
+                    dropped.append(sub)
+        for sub in dropped:
+            self._unsubscribe(sub)
+
+    def close(self) -> None:
+        """End every subscription (buffered events are still delivered)."""
+        self._closed = True
+        for subs in self._by_resource.values():
+            for sub in subs:
+                sub._close()
+        self._by_resource.clear()
