@@ -22,8 +22,11 @@ class Cause:
     reason: str = "FieldValueInvalid"
 
     def to_dict(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": f"{self.field}: {self.message}"
-                if self.field else self.message, "field": self.field}
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+    def text(self) -> str:
+        """``field: message`` as kube-apiserver joins causes into a Status message."""
+        return f"{self.field}: {self.message}" if self.field else self.message
 
 
 @dataclass
@@ -122,7 +125,7 @@ def unsupported_media_type(content_type: str) -> ApiError:
 
 
 def invalid(kind: str, name: str, causes: list[Cause], *, group: str = "") -> ApiError:
-    joined = ", ".join(c.to_dict()["message"] for c in causes)
+    joined = ", ".join(c.text() for c in causes)
     gk = f"{kind}.{group}" if group else kind
     return ApiError(422, "Invalid", f'{gk} "{name}" is invalid: [{joined}]'
                     if len(causes) > 1 else f'{gk} "{name}" is invalid: {joined}',

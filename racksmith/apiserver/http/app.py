@@ -1,0 +1,349 @@
+"""The HTTP face of the API server (aiohttp).
+
+Owns: routing (discovery, OpenAPI, health, the resource API), the
+authentication middleware (bearer tokens from the token file; no token →
+401), turning :class:`ApiError` into ``Status`` responses, response
+encoding (JSON, Table, PartialObjectMetadata) and warning headers. The verb
+semantics live in :mod:`racksmith.apiserver.service`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from racksmith.apiserver import discovery, errors
+from racksmith.apiserver.eviction import evict
+from racksmith.apiserver.http.request import (
+    AcceptInfo,
+    Target,
+    decode,
+    media_type,
+    parse_accept,
+    parse_bool,
+    parse_int,
+    read_body,
+    resolve,
+)
+from racksmith.apiserver.http.watch import WatchParams, serve_watch
+from racksmith.apiserver.openapi import OpenAPICache
+from racksmith.apiserver.pki import User
+from racksmith.apiserver.registry import Registry, ResourceInfo
+from racksmith.apiserver.service import (
+    PATCH_APPLY,
+    ListOptions,
+    ResourceService,
+    WriteOptions,
+    WriteResult,
+)
+from racksmith.apiserver.tables import partial_metadata, to_table
+
+Obj = dict[str, Any]
+log = logging.getLogger("racksmith.apiserver")
+
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+USER_KEY = web.AppKey("user", User)
+
+
+@dataclass
+class HttpConfig:
+    tokens: dict[str, User]
+    anonymous: bool = False
+    """Accept requests without a token (only with --insecure-http, for tests)."""
+    server_address: str = "127.0.0.1:6443"
+    ready: Callable[[], bool] = lambda: True
+    metrics: Callable[[], bytes] | None = None
+    extra_routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] \
+        = field(default_factory=list)
+
+
+def _json(data: Any, status: int = 200, *, content_type: str = "application/json",
+          warnings: list[str] | None = None) -> web.Response:
+    resp = web.Response(body=orjson.dumps(data), status=status, content_type=None)
+    resp.headers["Content-Type"] = content_type
+    for w in warnings or []:
+        resp.headers.add("Warning", f'299 - "{w}"')
+    return resp
+
+
+def _status_response(err: errors.ApiError) -> web.Response:
+    resp = _json(err.to_status(), err.code)
+    if err.retry_after is not None:
+        resp.headers["Retry-After"] = str(err.retry_after)
+    return resp
+
+
+def build_app(registry: Registry, service: ResourceService, config: HttpConfig) -> web.Application:
+    openapi = OpenAPICache(registry)
+
+    @web.middleware
+    async def error_middleware(request: web.Request,
+                               handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                               ) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except errors.ApiError as err:
+            return _status_response(err)
+        except web.HTTPException:
+            raise
+        except Exception:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return _status_response(errors.internal("an internal error occurred; see the "
+                                                    "server log"))
+
+    @web.middleware
+    async def auth_middleware(request: web.Request,
+                              handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                              ) -> web.StreamResponse:
+        if request.path not in PUBLIC_PATHS:
+            header = request.headers.get("Authorization", "")
+            user: User | None = None
+            if header.startswith("Bearer "):
+                user = config.tokens.get(header[7:].strip())
+                if user is None:
+                    raise errors.unauthorized()
+            elif not config.anonymous:
+                raise errors.unauthorized()
+            if user is not None:
+                request[USER_KEY] = user
+        return await handler(request)
+
+    app = web.Application(middlewares=[error_middleware, auth_middleware],
+                          client_max_size=4 * 1024 * 1024)
+
+    async def health(request: web.Request) -> web.Response:
+        if request.path == "/readyz" and not config.ready():
+            return web.Response(status=500, text="[-]racksmith not ready\nreadyz check failed")
+        return web.Response(text="ok")
+
+    async def version(_request: web.Request) -> web.Response:
+        return _json(discovery.version_info())
+
+    async def api_root(request: web.Request) -> web.Response:
+        accept = parse_accept(request.headers.get("Accept"))
+        if accept.discovery:
+            return _json(discovery.aggregated(registry, core=True, version=accept.discovery),
+                         content_type=accept.discovery_media)
+        return _json(discovery.core_versions(config.server_address))
+
+    async def apis_root(request: web.Request) -> web.Response:
+        accept = parse_accept(request.headers.get("Accept"))
+        if accept.discovery:
+            return _json(discovery.aggregated(registry, core=False, version=accept.discovery),
+                         content_type=accept.discovery_media)
+        return _json(discovery.group_list(registry))
+
+    async def openapi_v2(_request: web.Request) -> web.Response:
+        return web.Response(body=b"", content_type="application/octet-stream")
+
+    async def openapi_v3_index(_request: web.Request) -> web.Response:
+        return web.Response(body=openapi.index(), content_type="application/json")
+
+    async def openapi_v3_doc(request: web.Request) -> web.Response:
+        doc = openapi.document(request.match_info["path"])
+        if doc is None:
+            raise errors.no_such_path()
+        return web.Response(body=doc, content_type="application/json")
+
+    async def metrics(_request: web.Request) -> web.Response:
+        body = config.metrics() if config.metrics else b""
+        return web.Response(body=body, content_type="text/plain", charset="utf-8")
+
+    async def resource_api(request: web.Request) -> web.StreamResponse:
+        segments = [s for s in request.path.split("/") if s]
+        # discovery documents under /api and /apis
+        if segments[0] == "api" and len(segments) == 2:
+            doc = discovery.resource_list(registry, "", segments[1])
+            if doc is None:
+                raise errors.no_such_path()
+            return _json(doc)
+        if segments[0] == "apis" and len(segments) == 2:
+            doc = discovery.group(registry, segments[1])
+            if doc is None:
+                raise errors.no_such_path()
+            return _json(doc)
+        if segments[0] == "apis" and len(segments) == 3:
+            doc = discovery.resource_list(registry, segments[1], segments[2])
+            if doc is None:
+                raise errors.no_such_path()
+            return _json(doc)
+        target = resolve(registry, segments)
+        return await _serve_resource(request, target, service)
+
+    app.router.add_get("/healthz", health)
+    app.router.add_get("/livez", health)
+    app.router.add_get("/readyz", health)
+    app.router.add_get("/version", version)
+    app.router.add_get("/api", api_root)
+    app.router.add_get("/apis", apis_root)
+    app.router.add_get("/openapi/v2", openapi_v2)
+    app.router.add_get("/openapi/v3", openapi_v3_index)
+    app.router.add_get("/openapi/v3/{path:.+}", openapi_v3_doc)
+    app.router.add_get("/metrics", metrics)
+    for method, path, handler in config.extra_routes:
+        app.router.add_route(method, path, handler)
+    app.router.add_route("*", "/api/{tail:.+}", resource_api)
+    app.router.add_route("*", "/apis/{tail:.+}", resource_api)
+    return app
+
+
+def _write_opts(request: web.Request) -> WriteOptions:
+    q = request.query
+    dry = q.getall("dryRun", [])
+    for d in dry:
+        if d != "All":
+            raise errors.bad_request(f'Unsupported value: "{d}": supported values: "All"')
+    validation = q.get("fieldValidation", "Warn") or "Warn"
+    if validation not in ("Strict", "Warn", "Ignore"):
+        raise errors.bad_request(f'Unsupported value: "{validation}": supported values: '
+                                 '"Ignore", "Strict", "Warn"')
+    manager = q.get("fieldManager", "")
+    if not manager:
+        agent = request.headers.get("User-Agent", "")
+        manager = agent.split("/")[0] if agent else ""
+    return WriteOptions(dry_run=bool(dry), field_validation=validation,
+                        field_manager=manager[:128], force=parse_bool(q.get("force"), "force"))
+
+
+def _list_opts(request: web.Request) -> ListOptions:
+    q = request.query
+    return ListOptions(label_selector=q.get("labelSelector", ""),
+                       field_selector=q.get("fieldSelector", ""),
+                       limit=max(0, parse_int(q.get("limit"), "limit")),
+                       continue_token=q.get("continue", ""))
+
+
+def _render(info: ResourceInfo, obj: Obj, accept: AcceptInfo, request: web.Request) -> Obj:
+    if accept.table:
+        return to_table(info, [obj], rv=obj.get("metadata", {}).get("resourceVersion", ""),
+                        include_object=request.query.get("includeObject", "Metadata"))
+    if accept.partial:
+        return partial_metadata(obj)
+    return obj
+
+
+def _result(info: ResourceInfo, res: WriteResult, accept: AcceptInfo, request: web.Request,
+            status: int = 200) -> web.Response:
+    return _json(_render(info, res.obj, accept, request), status, warnings=res.warnings)
+
+
+async def _serve_resource(request: web.Request, target: Target,
+                          service: ResourceService) -> web.StreamResponse:
+    info = target.info
+    method = request.method
+    accept = parse_accept(request.headers.get("Accept"))
+    ns = target.namespace or ""
+    if target.name is None:
+        if method == "GET":
+            if parse_bool(request.query.get("watch"), "watch"):
+                params = WatchParams(
+                    resource_version=request.query.get("resourceVersion", ""),
+                    timeout_seconds=max(0, parse_int(request.query.get("timeoutSeconds"),
+                                                     "timeoutSeconds")),
+                    bookmarks=parse_bool(request.query.get("allowWatchBookmarks"),
+                                         "allowWatchBookmarks"),
+                    send_initial_events=parse_bool(request.query.get("sendInitialEvents"),
+                                                   "sendInitialEvents"),
+                    list_opts=_list_opts(request), table=accept.table, partial=accept.partial)
+                return await serve_watch(request, service, info, target.namespace, params)
+            page = await service.list(info, target.namespace, _list_opts(request))
+            if accept.table:
+                return _json(to_table(info, page.items, rv=str(page.rv),
+                                      continue_token=page.continue_token,
+                                      include_object=request.query.get("includeObject",
+                                                                       "Metadata")))
+            meta: Obj = {"resourceVersion": str(page.rv)}
+            if page.continue_token:
+                meta["continue"] = page.continue_token
+                if page.remaining is not None:
+                    meta["remainingItemCount"] = page.remaining
+            items = [partial_metadata(o) for o in page.items] if accept.partial else page.items
+            kind = "PartialObjectMetadataList" if accept.partial else info.list_kind_name
+            api_version = "meta.k8s.io/v1" if accept.partial else info.api_version
+            return _json({"kind": kind, "apiVersion": api_version, "metadata": meta,
+                          "items": items})
+        if method == "POST":
+            body = decode(await read_body(request), media_type(request))
+            res = await service.create(info, ns, body, _write_opts(request))
+            return _result(info, res, accept, request, 201)
+        if method == "DELETE":
+            options = await _delete_options(request)
+            deleted = await service.delete_collection(
+                info, target.namespace, _list_opts(request), options,
+                dry_run=bool(request.query.getall("dryRun", [])))
+            return _json({"kind": info.list_kind_name, "apiVersion": info.api_version,
+                          "metadata": {"resourceVersion": str(service.store.current_rv())},
+                          "items": deleted})
+        raise errors.method_not_allowed(f"{method} is not supported on a collection")
+
+    name = target.name
+    sub = target.subresource
+    if sub == "eviction":
+        if method != "POST":
+            raise errors.method_not_allowed("eviction only supports POST")
+        body = decode(await read_body(request), media_type(request))
+        status = await evict(service, ns, name, body,
+                             dry_run=bool(request.query.getall("dryRun", [])))
+        return _json(status, 201)
+    if sub == "finalize":
+        if method != "PUT":
+            raise errors.method_not_allowed("finalize only supports PUT")
+        body = decode(await read_body(request), media_type(request))
+        current = await service.get(info, ns, name)
+        fins = (body.get("spec") or {}).get("finalizers") if isinstance(body, dict) else None
+        current.setdefault("spec", {})["finalizers"] = fins or []
+        if not fins:
+            current["spec"].pop("finalizers")
+        res = await service.update(info, ns, name, current, _write_opts(request))
+        return _result(info, res, accept, request)
+    if method == "GET":
+        obj = await service.get(info, ns, name)
+        return _json(_render(info, obj, accept, request))
+    if method == "PUT":
+        body = decode(await read_body(request), media_type(request))
+        res = await service.update(info, ns, name, body, _write_opts(request), subresource=sub)
+        return _result(info, res, accept, request)
+    if method == "PATCH":
+        ctype = media_type(request)
+        raw = await read_body(request)
+        if ctype == PATCH_APPLY or ctype.startswith("application/apply-patch"):
+            if ctype != PATCH_APPLY:
+                raise errors.unsupported_media_type(ctype)
+        elif ctype not in ("application/merge-patch+json", "application/json-patch+json",
+                           "application/strategic-merge-patch+json"):
+            raise errors.unsupported_media_type(ctype)
+        if ctype == "application/strategic-merge-patch+json" and not info.builtin:
+            raise errors.unsupported_media_type(ctype)
+        body = decode(raw, ctype)
+        res = await service.patch(info, ns, name, ctype, body, _write_opts(request),
+                                  subresource=sub)
+        return _result(info, res, accept, request, 201 if res.created else 200)
+    if method == "DELETE":
+        if sub:
+            raise errors.method_not_allowed("DELETE is not supported on a subresource")
+        options = await _delete_options(request)
+        res = await service.delete(info, ns, name, options,
+                                   dry_run=bool(request.query.getall("dryRun", [])))
+        return _result(info, res, accept, request)
+    raise errors.method_not_allowed(f"{method} is not supported")
+
+
+async def _delete_options(request: web.Request) -> Obj:
+    raw = await read_body(request)
+    options: Obj = {}
+    if raw.strip():
+        parsed = decode(raw, media_type(request))
+        if not isinstance(parsed, dict):
+            raise errors.bad_request("DeleteOptions must be an object")
+        options = parsed
+    q = request.query
+    if q.get("propagationPolicy"):
+        options["propagationPolicy"] = q["propagationPolicy"]
+    if q.get("orphanDependents"):
+        options["orphanDependents"] = parse_bool(q["orphanDependents"], "orphanDependents")
+    return options

@@ -1,0 +1,155 @@
+"""The embedded API server: store + registry + verbs + HTTP, started and stopped.
+
+Owns: wiring the API server's parts for one data directory: the SQLite
+store (``DIR/store.db``), the built-in resources, the lifecycles (GC,
+namespaces, CRDs), TLS (a CA made on first start, ``DIR/pki``), the token
+file (``DIR/tokens.csv``) and the kubeconfig (``DIR/kubeconfig``); default
+namespaces; bootstrap objects (Racksmith's CRDs, passed in by the
+composition root) applied idempotently at start. Callers: ``racksmith.app``
+and tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from racksmith.apiserver import pki
+from racksmith.apiserver.builtins import builtin_resources
+from racksmith.apiserver.errors import ApiError
+from racksmith.apiserver.http.app import HttpConfig, build_app
+from racksmith.apiserver.lifecycle import Lifecycle
+from racksmith.apiserver.registry import Registry
+from racksmith.apiserver.service import ResourceService, WriteOptions
+from racksmith.apiserver.store.sqlite import SqliteStore
+
+Obj = dict[str, Any]
+log = logging.getLogger("racksmith.apiserver")
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class ApiServerConfig:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    port: int = 6443
+    """0 picks a free port (tests)."""
+    insecure_http: bool = False
+    """Plain http and anonymous access: only for tests that ask for it."""
+    event_log_size: int = 100_000
+
+
+@dataclass
+class ApiServer:
+    config: ApiServerConfig
+    ready: Callable[[], bool] = lambda: True
+    metrics: Callable[[], bytes] | None = None
+    extra_routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] \
+        = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.data_dir = Path(self.config.data_dir)
+        self.registry = Registry()
+        for info in builtin_resources():
+            self.registry.add(info)
+        self.store = SqliteStore(self.data_dir / "store.db",
+                                 event_log_size=self.config.event_log_size)
+        self.service = ResourceService(self.store)
+        self.lifecycle = Lifecycle(self.service, self.registry)
+        self.token = ""
+        self.ca_pem: bytes | None = None
+        self.port = self.config.port
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str:
+        scheme = "http" if self.config.insecure_http else "https"
+        return f"{scheme}://{self.config.host}:{self.port}"
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.data_dir / "kubeconfig"
+
+    async def start(self, bootstrap: Iterable[Obj] = ()) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.token = pki.ensure_admin_token(self.data_dir)
+        tokens = pki.load_tokens(self.data_dir / "tokens.csv")
+        ssl_context = None
+        if not self.config.insecure_http:
+            hosts = ["127.0.0.1", "localhost"]
+            if self.config.host not in hosts:
+                hosts.append(self.config.host)
+            bundle = pki.ensure_pki(self.data_dir, hosts)
+            self.ca_pem = bundle.ca_cert_pem
+            ssl_context = bundle.ssl_context()
+        await self.store.open()
+        await self._ensure_namespaces()
+        await self.lifecycle.load()
+        self.lifecycle.start()
+        for obj in bootstrap:
+            await self.apply(obj)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.config.host, self.config.port))
+        self.port = sock.getsockname()[1]
+        app = build_app(self.registry, self.service, HttpConfig(
+            tokens=tokens, anonymous=self.config.insecure_http,
+            server_address=f"{self.config.host}:{self.port}", ready=self.ready,
+            metrics=self.metrics, extra_routes=self.extra_routes))
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
+                                     shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
+        await site.start()
+        pki.write_kubeconfig(self.kubeconfig_path, server=self.url, token=self.token,
+                             ca_pem=self.ca_pem)
+        log.info("API server listening on %s", self.url)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.lifecycle.stop()
+        with contextlib.suppress(Exception):
+            await self.store.close()
+
+    async def _ensure_namespaces(self) -> None:
+        info = self.registry.get("", "v1", "namespaces")
+        assert info is not None
+        opts = WriteOptions(field_manager="racksmith-apiserver")
+        for name in DEFAULT_NAMESPACES:
+            try:
+                await self.service.create(info, "", {"metadata": {"name": name}}, opts)
+            except ApiError as exc:
+                if exc.code != 409:
+                    raise
+
+    async def apply(self, obj: Obj, manager: str = "racksmith") -> Obj:
+        """Create or update ``obj`` (a whole object), idempotently."""
+        api_version = obj.get("apiVersion", "")
+        info = self.registry.find_kind(api_version, obj.get("kind", ""))
+        if info is None:
+            raise ValueError(f"unknown kind {api_version}/{obj.get('kind')}")
+        meta = obj.get("metadata", {})
+        ns = meta.get("namespace", "default") if info.namespaced else ""
+        opts = WriteOptions(field_manager=manager)
+        try:
+            current = await self.service.get(info, ns, meta["name"])
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            return (await self.service.create(info, ns, copy.deepcopy(obj), opts)).obj
+        desired = copy.deepcopy(obj)
+        desired["metadata"] = {**current["metadata"], **meta}
+        if "status" in current:
+            desired["status"] = current["status"]
+        return (await self.service.update(info, ns, meta["name"], desired, opts)).obj

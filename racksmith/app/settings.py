@@ -1,0 +1,31 @@
+"""Settings: the one typed configuration object, passed explicitly.
+
+Owns: every knob of ``racksmith up`` / ``racksmith apiserver`` and where its
+default comes from (``$RACKSMITH_DATA_DIR``, else ``~/.local/share/racksmith``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def default_data_dir() -> Path:
+    env = os.environ.get("RACKSMITH_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".local" / "share" / "racksmith"
+
+
+@dataclass
+class Settings:
+    data_dir: Path = field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = 6443
+    insecure_http: bool = False
+    emulate_hosts: int = 0
+    apply: list[Path] = field(default_factory=list)
+    leader_election: bool = True
+    controller_workers: int = 4
+    log_level: str = "info"

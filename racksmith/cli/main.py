@@ -1,0 +1,124 @@
+"""The ``racksmith`` command line.
+
+Owns: the commands and their flags — ``up`` (API server + controllers in the
+foreground), ``apiserver`` (the API server alone), ``crds`` (every CRD
+manifest as a YAML stream, for a real cluster), ``version``. Parsing only;
+the work is done by :mod:`racksmith.app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from racksmith import __version__
+from racksmith.app.runner import Racksmith
+from racksmith.app.settings import Settings, default_data_dir
+from racksmith.kinds.crdgen import all_crds, render_yaml
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Racksmith: Kubernetes on bare metal, driven by kubectl.")
+console = Console(stderr=True)
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+
+
+def _run(rs: Racksmith, progress: bool) -> None:
+    def step(msg: str) -> None:
+        if progress:
+            console.print(f"[bold cyan]•[/] {msg}")
+        else:
+            logging.getLogger("racksmith").info(msg)
+
+    rs.on_step = step
+
+    async def main() -> None:
+        async def announce() -> None:
+            while not rs.ready():  # noqa: ASYNC110 - readiness is a predicate, not an event
+                await asyncio.sleep(0.1)
+            server = rs.server
+            assert server is not None
+            # The kubeconfig path goes to stdout: scripts read it from there.
+            print(f"kubeconfig: {server.kubeconfig_path}", flush=True)
+            print(f"readyz: {server.url}/readyz", flush=True)
+            if progress:
+                console.print(f"[bold green]ready[/]: export KUBECONFIG={server.kubeconfig_path}"
+                              "; kubectl get crds")
+
+        task = asyncio.create_task(announce())
+        try:
+            await rs.run_forever()
+        finally:
+            task.cancel()
+
+    asyncio.run(main())
+
+
+@app.command()
+def up(
+    data_dir: Path = typer.Option(None, help="State directory (default $RACKSMITH_DATA_DIR, "
+                                  "else ~/.local/share/racksmith)."),
+    port: int = typer.Option(6443, help="API server port on 127.0.0.1 (0 picks one)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    emulate_hosts: int = typer.Option(0, help="Start a virtual datacenter of N hosts."),
+    apply: list[Path] = typer.Option([], help="Manifests (files or directories) to apply "
+                                     "after start; repeatable."),
+    insecure_http: bool = typer.Option(False, help="Plain http, anonymous access (tests "
+                                       "only)."),
+    leader_election: bool = typer.Option(True, help="Hold a Lease while running "
+                                         "controllers."),
+    progress: bool = typer.Option(False, help="Show a progress display."),
+    log_level: str = typer.Option("info", help="Log level."),
+) -> None:
+    """Start the API server and every controller in the foreground."""
+    _logging(log_level)
+    settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
+                        insecure_http=insecure_http, emulate_hosts=emulate_hosts,
+                        apply=list(apply), leader_election=leader_election,
+                        log_level=log_level)
+    _run(Racksmith(settings), progress)
+
+
+@app.command()
+def apiserver(
+    data_dir: Path = typer.Option(None, help="State directory."),
+    port: int = typer.Option(6443, help="Port on 127.0.0.1 (0 picks one)."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    insecure_http: bool = typer.Option(False, help="Plain http, anonymous access (tests "
+                                       "only)."),
+    log_level: str = typer.Option("info", help="Log level."),
+) -> None:
+    """Run the embedded API server alone (no controllers)."""
+    _logging(log_level)
+    settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
+                        insecure_http=insecure_http, log_level=log_level)
+    _run(Racksmith(settings, with_controllers=False), False)
+
+
+@app.command()
+def crds() -> None:
+    """Print every CRD manifest (a YAML stream) for use on a real cluster."""
+    sys.stdout.write(render_yaml(all_crds()))
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    print(f"racksmith {__version__}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
