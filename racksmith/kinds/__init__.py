@@ -1,1 +1,8 @@
-"""Racksmith."""
+"""Racksmith's resource kinds, each declared once as typed pydantic models.
+
+Per group: ``metal`` (+ ``hardware``, ``hostprofile``), ``ipam``, ``cluster``, ``storage``,
+``lcm`` and ``maintenance`` (both ``lcm.racksmith.io``). Shared pieces live
+in ``base`` and ``common``; ``registry.ALL_KINDS`` lists the catalogue;
+``crdgen`` derives the CRD manifests and ``docgen`` the API reference.
+This package never imports ``racksmith.apiserver``.
+"""

@@ -1,1 +1,53 @@
-"""Racksmith."""
+"""Controller runtime: list+watch sources, a de-duplicating work queue, workers
+running level-based reconciles, leader election over a Lease, and a manager
+that wires them with metrics and graceful shutdown.
+
+It talks to the API only through the Kubernetes protocol (kubernetes_asyncio,
+confined to ``source``, ``leader`` and ``kubeclient``), so the same controllers
+run against the embedded API server and a real cluster. It never imports
+``racksmith.apiserver``, ``racksmith.app`` or ``racksmith.controllers``.
+"""
+
+from racksmith.runtime.clock import Clock, FakeClock, SystemClock
+from racksmith.runtime.controller import Controller, Reconciler
+from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
+from racksmith.runtime.leader import (
+    InMemoryLeaseStore,
+    LeaderElector,
+    LeaseConflict,
+    LeaseRecord,
+    LeaseStore,
+)
+from racksmith.runtime.manager import Manager
+from racksmith.runtime.metrics import RuntimeMetrics
+from racksmith.runtime.queue import Backoff, QueueShutDown, WorkQueue
+from racksmith.runtime.result import Done, PermanentError, RequeueAfter, Result, TemporaryError
+from racksmith.runtime.source import Resource, Source
+
+__all__ = [
+    "Backoff",
+    "Clock",
+    "Controller",
+    "Done",
+    "FakeClock",
+    "InMemoryLeaseStore",
+    "LeaderElector",
+    "LeaseConflict",
+    "LeaseRecord",
+    "LeaseStore",
+    "Manager",
+    "ObjectKey",
+    "PermanentError",
+    "QueueShutDown",
+    "Reconciler",
+    "RequeueAfter",
+    "Resource",
+    "Result",
+    "RuntimeMetrics",
+    "Source",
+    "SystemClock",
+    "TemporaryError",
+    "WorkQueue",
+    "key_of",
+    "owner_keys",
+]

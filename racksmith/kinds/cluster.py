@@ -1,0 +1,292 @@
+"""Kinds of the ``cluster.racksmith.io`` group: clusters, their machines, releases.
+
+Owns Cluster (networks, API endpoint, target release), Machine (one host
+joined as a node with roles) and ClusterRelease (the ordered state items
+that install or upgrade a node, per role), plus the shared ``StateItem``
+and ``Role`` types that LCMMachine renders. Node roles follow MetalK8s.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from racksmith.kinds.base import (
+    DocEnum,
+    KindInfo,
+    PrinterColumn,
+    RacksmithModel,
+    Resource,
+    age_column,
+    condition_column,
+)
+from racksmith.kinds.common import Condition, LabelSelector, ObjectReference, conditions_field
+
+GROUP = "cluster.racksmith.io"
+CATEGORIES = ("racksmith", "lifecycle")
+
+
+class Role(DocEnum):
+    """A node role; roles combine freely and every role implies ``node``."""
+
+    MASTER = "master", "Runs the control-plane services."
+    ETCD = "etcd", "Runs an etcd member."
+    NODE = "node", "Runs workloads."
+    INFRA = "infra", "Runs infrastructure services (monitoring, UIs)."
+    BOOTSTRAP = "bootstrap", "Holds the package repository, registry and config (one per cluster)."
+
+
+_ROLES_SET: dict[str, Any] = {"x-kubernetes-list-type": "set"}
+
+
+# --- Cluster -------------------------------------------------------------------
+
+
+class ClusterNetworks(RacksmithModel):
+    """Address ranges of the cluster."""
+
+    control_plane_cidrs: list[str] = Field(
+        default_factory=list,
+        alias="controlPlaneCIDRs",
+        description="Networks tried in order to find each host's control-plane address.",
+    )
+    workload_plane_cidrs: list[str] = Field(
+        default_factory=list,
+        alias="workloadPlaneCIDRs",
+        description="Networks tried in order to find each host's workload-plane address.",
+    )
+    pods: str = Field(default="10.233.0.0/16", description="Pod network.")
+    services: str = Field(default="10.96.0.0/12", description="Service network.")
+
+
+class APIServer(RacksmithModel):
+    """How clients reach the Kubernetes API of the cluster."""
+
+    vip: str | None = Field(
+        default=None, description="Virtual IP of the API; empty uses node addresses."
+    )
+    keepalived: bool = Field(
+        default=True, description="Let Racksmith hold the VIP with keepalived (VRRP unicast)."
+    )
+
+
+class ClusterSpec(RacksmithModel):
+    """Desired state of a cluster."""
+
+    networks: ClusterNetworks = Field(
+        default_factory=ClusterNetworks,
+        description="Address ranges.",
+        json_schema_extra={"default": {}},
+    )
+    api_server: APIServer = Field(
+        default_factory=APIServer,
+        description="API endpoint.",
+        json_schema_extra={"default": {}},
+    )
+    release: str = Field(description="Name of the ClusterRelease to run.")
+    max_worker_upgrade_count: int = Field(
+        default=1, ge=1, description="How many worker machines may be updated at once."
+    )
+
+
+class ClusterStatus(RacksmithModel):
+    """Observed state of a cluster."""
+
+    machines_ready: int | None = Field(default=None, ge=0, description="Machines in phase Ready.")
+    machines_total: int | None = Field(default=None, ge=0, description="Machines of the cluster.")
+    release: str | None = Field(default=None, description="Release every machine runs now.")
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation this status was computed from."
+    )
+    conditions: list[Condition] = conditions_field()
+
+
+class Cluster(Resource):
+    """A Kubernetes cluster built from bare-metal machines."""
+
+    info: ClassVar[KindInfo] = KindInfo(
+        group=GROUP,
+        kind="Cluster",
+        plural="clusters",
+        namespaced=True,
+        categories=CATEGORIES,
+        printer_columns=(
+            PrinterColumn("Release", ".spec.release", description="Desired release."),
+            PrinterColumn("Current", ".status.release", description="Running release."),
+            PrinterColumn("Ready", ".status.machinesReady", "integer", "Ready machines."),
+            PrinterColumn("Total", ".status.machinesTotal", "integer", "All machines."),
+            age_column(),
+            PrinterColumn("VIP", ".spec.apiServer.vip", description="API VIP.", priority=1),
+        ),
+    )
+
+    spec: ClusterSpec = Field(description="Desired state.")
+    status: ClusterStatus | None = Field(default=None, description="Observed state.")
+
+
+# --- Machine -------------------------------------------------------------------
+
+
+class MachinePhase(DocEnum):
+    """Where a machine is in its life."""
+
+    PENDING = "Pending", "Waiting for a matching host."
+    PROVISIONING = "Provisioning", "The host is being provisioned with the OS image."
+    DEPLOYING = "Deploying", "The agent is applying the release's state items."
+    READY = "Ready", "The node is part of the cluster and up to date."
+    DELETING = "Deleting", "The node is being drained and removed, the host released."
+    FAILED = "Failed", "An unrecoverable error; see conditions."
+
+
+class AddressType(DocEnum):
+    """Kind of a machine address."""
+
+    INTERNAL_IP = "InternalIP", "Address on the control-plane network."
+    EXTERNAL_IP = "ExternalIP", "Address reachable from outside the cluster."
+    WORKLOAD_IP = "WorkloadIP", "Address on the workload-plane network."
+    HOSTNAME = "Hostname", "Host name."
+
+
+class MachineAddress(RacksmithModel):
+    """An address of a machine."""
+
+    type: AddressType = Field(description="Kind of address.")
+    address: str = Field(description="The address.")
+
+
+class MachineSpec(RacksmithModel):
+    """Desired state of a machine."""
+
+    cluster_name: str = Field(description="Cluster (same namespace) the machine joins.")
+    roles: list[Role] = Field(
+        default_factory=lambda: [Role.NODE],
+        description="Node roles.",
+        json_schema_extra={**_ROLES_SET, "default": ["node"]},
+    )
+    host_selector: LabelSelector | None = Field(
+        default=None, description="Which BareMetalHost to use; the first free match is claimed."
+    )
+    l2_template_selector: LabelSelector | None = Field(
+        default=None,
+        alias="l2TemplateSelector",
+        description="Which L2Template to use; empty uses the cluster's default.",
+    )
+    host_profile: str | None = Field(
+        default=None, description="BareMetalHostProfile (same namespace) for disks and kernel."
+    )
+    upgrade_index: int | None = Field(
+        default=None, ge=0, description="Order within its update group; lower goes first."
+    )
+
+
+class MachineStatus(RacksmithModel):
+    """Observed state of a machine."""
+
+    phase: MachinePhase | None = Field(default=None, description="Life-cycle phase.")
+    node_ref: ObjectReference | None = Field(default=None, description="The Kubernetes Node.")
+    host_ref: ObjectReference | None = Field(default=None, description="The claimed BareMetalHost.")
+    addresses: list[MachineAddress] = Field(default_factory=list, description="Addresses.")
+    release: str | None = Field(default=None, description="Release the machine runs now.")
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation this status was computed from."
+    )
+    conditions: list[Condition] = conditions_field()
+
+
+class Machine(Resource):
+    """One bare-metal host joined to a cluster as a node with roles."""
+
+    info: ClassVar[KindInfo] = KindInfo(
+        group=GROUP,
+        kind="Machine",
+        plural="machines",
+        namespaced=True,
+        categories=CATEGORIES,
+        printer_columns=(
+            PrinterColumn("Cluster", ".spec.clusterName", description="Cluster joined."),
+            PrinterColumn("Roles", ".spec.roles", description="Node roles."),
+            PrinterColumn("Phase", ".status.phase", description="Life-cycle phase."),
+            PrinterColumn("Node", ".status.nodeRef.name", description="Kubernetes node."),
+            age_column(),
+            PrinterColumn("Host", ".status.hostRef.name", description="Claimed host.", priority=1),
+            PrinterColumn("Release", ".status.release", description="Running.", priority=1),
+            condition_column("Ready", "Ready", priority=1),
+        ),
+        selectable_fields=(".spec.clusterName",),
+    )
+
+    spec: MachineSpec = Field(description="Desired state.")
+    status: MachineStatus | None = Field(default=None, description="Observed state.")
+
+
+# --- ClusterRelease ------------------------------------------------------------
+
+
+class StateItemPhase(DocEnum):
+    """When in a node deployment a state item runs."""
+
+    CHECKS = "checks", "Pre-flight checks; nothing is changed."
+    CONFIGURATION = "configuration", "Configure the host (packages, files, services)."
+    JOIN = "join", "Join the node to the cluster (kubeadm, etcd membership)."
+    UNCORDON = "uncordon", "Final steps, then the node accepts workloads."
+
+
+class StateItemType(DocEnum):
+    """What a state item manages on the host."""
+
+    FILE = "file", "A file with given content, mode and owner."
+    PACKAGE = "package", "An OS package at a given version."
+    SERVICE = "service", "A systemd unit state (enabled, running)."
+    COMMAND = "command", "A command, run when its guard says so."
+    KUBEADM = "kubeadm", "A kubeadm phase (init, join, upgrade)."
+
+
+class StateItem(RacksmithModel):
+    """One idempotent unit of host configuration the agent applies."""
+
+    name: str = Field(description="Unique name of the item.")
+    phase: StateItemPhase = Field(description="Deployment phase it belongs to.")
+    roles: list[Role] = Field(
+        default_factory=list,
+        description="Roles whose nodes apply it; empty means every node.",
+        json_schema_extra=_ROLES_SET,
+    )
+    type: StateItemType = Field(description="What it manages.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Type-specific parameters (free-form)."
+    )
+
+
+class ClusterReleaseSpec(RacksmithModel):
+    """What a release installs."""
+
+    version: str = Field(description="Release version, e.g. 1.4.0.")
+    kubernetes_version: str | None = Field(
+        default=None, description="Kubernetes version it deploys."
+    )
+    description: str | None = Field(default=None, description="Release notes summary.")
+    state_items: list[StateItem] = Field(
+        default_factory=list,
+        description="State items, applied in order within each phase.",
+        json_schema_extra={"x-kubernetes-list-type": "atomic"},
+    )
+
+
+class ClusterRelease(Resource):
+    """A versioned, immutable recipe for the nodes of a cluster."""
+
+    info: ClassVar[KindInfo] = KindInfo(
+        group=GROUP,
+        kind="ClusterRelease",
+        plural="clusterreleases",
+        namespaced=False,
+        categories=CATEGORIES,
+        printer_columns=(
+            PrinterColumn("Version", ".spec.version", description="Release version."),
+            PrinterColumn("Kubernetes", ".spec.kubernetesVersion", description="k8s version."),
+            age_column(),
+        ),
+    )
+
+    spec: ClusterReleaseSpec = Field(description="The recipe.")

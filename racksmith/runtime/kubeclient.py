@@ -1,0 +1,41 @@
+"""Building a kubernetes_asyncio ``ApiClient``: the only module that touches
+kubernetes_asyncio's configuration loading.
+
+Called by the composition root; everything else receives the ``ApiClient``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import incluster_config, kube_config
+
+
+async def api_client_from_kubeconfig(
+    path: str | Path | None = None, *, context: str | None = None
+) -> ApiClient:
+    """An ``ApiClient`` for ``path`` (None: ``$KUBECONFIG`` or ``~/.kube/config``)
+    and ``context`` (None: the current context). Close it with ``await client.close()``.
+    """
+    return await kube_config.new_client_from_config(
+        config_file=str(path) if path is not None else None,
+        context=context,
+        persist_config=False,
+    )
+
+
+def api_client_in_cluster() -> ApiClient:
+    """An ``ApiClient`` from the pod's service account (when run as a Deployment)."""
+    configuration = Configuration()
+    incluster_config.load_incluster_config(client_configuration=configuration)
+    return ApiClient(configuration=configuration)
+
+
+async def api_client(kubeconfig: str | Path | None = None) -> ApiClient:
+    """In-cluster config when running in a pod and no kubeconfig is given,
+    else the kubeconfig."""
+    if kubeconfig is None and os.environ.get(incluster_config.SERVICE_HOST_ENV_NAME):
+        return api_client_in_cluster()
+    return await api_client_from_kubeconfig(kubeconfig)

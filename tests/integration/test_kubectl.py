@@ -1,0 +1,293 @@
+"""The genuine kubectl builds 1.27, 1.30 and 1.33 against a real server process.
+
+One server (``racksmith apiserver`` over TLS with a token, started and
+stopped by PID here) serves every version; each version works in its own
+namespace so the runs do not see each other's objects.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.kubectl_fixtures import WIDGET_CRD, widget
+from tests.serverproc import ServerProc, kubectl_path, start_server
+
+VERSIONS = [27, 30, 33]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
+    proc = start_server(tmp_path_factory.mktemp("kubectl-server"), command="apiserver")
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+class Kubectl:
+    def __init__(self, minor: int, server: ServerProc, workdir: Path) -> None:
+        self.bin = str(kubectl_path(minor))
+        self.server = server
+        self.workdir = workdir
+        self.home = workdir / "home"
+        self.home.mkdir(exist_ok=True)
+
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home), "KUBECONFIG": str(self.server.kubeconfig),
+                "PATH": "/usr/bin:/bin"}
+
+    def run(self, *args: str, input_text: str | None = None, check: bool = True,
+            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run([self.bin, *args], input=input_text, capture_output=True,
+                             text=True, env=self.env(), timeout=timeout, cwd=self.workdir)
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({res.returncode}):\n"
+                                 f"{res.stdout}\n{res.stderr}\n--- server log ---\n"
+                                 f"{self.server.log()[-3000:]}")
+        return res
+
+    def apply(self, text: str, *extra: str) -> str:
+        return self.run("apply", "-f", "-", *extra, input_text=text).stdout
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([self.bin, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=self.env(),
+                                cwd=self.workdir)
+
+
+@pytest.fixture(params=VERSIONS, ids=[f"kubectl-1.{v}" for v in VERSIONS])
+def kubectl(request: pytest.FixtureRequest, server: ServerProc,
+            tmp_path: Path) -> Kubectl:
+    k = Kubectl(request.param, server, tmp_path)
+    k.apply(WIDGET_CRD)
+    ns = f"ns{request.param}"
+    if k.run("get", "namespace", ns, check=False).returncode != 0:
+        k.run("create", "namespace", ns)
+    k.ns = ns  # type: ignore[attr-defined]
+    return k
+
+
+def _ns(k: Kubectl) -> str:
+    return str(k.ns)  # type: ignore[attr-defined]
+
+
+def test_api_resources_lists_builtin_racksmith_and_user_kinds(kubectl: Kubectl) -> None:
+    out = kubectl.run("api-resources").stdout
+    for name in ("baremetalhosts", "volumes", "nodeworkloadlocks", "widgets", "pods",
+                 "poddisruptionbudgets", "customresourcedefinitions", "leases"):
+        assert f"\n{name} " in out or out.startswith(name), name
+    assert "wdg" in out
+
+
+def test_apply_create_unchanged_configured(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    assert "created" in kubectl.apply(widget("a1", namespace=ns))
+    assert "unchanged" in kubectl.apply(widget("a1", namespace=ns))
+    assert "configured" in kubectl.apply(widget("a1", color="green", namespace=ns))
+    got = json.loads(kubectl.run("get", "widget", "a1", "-n", ns, "-o", "json").stdout)
+    assert got["spec"]["color"] == "green"
+    assert got["spec"]["size"] == 3
+    assert got["metadata"]["generation"] == 2
+
+
+def test_get_table_yaml_json_jsonpath_wide(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    kubectl.apply(widget("t1", color="blue", size=7, namespace=ns))
+    table = kubectl.run("get", "widgets", "-n", ns).stdout
+    header = table.splitlines()[0].split()
+    assert header == ["NAME", "COLOR", "SIZE", "PHASE", "AGE"]
+    row = next(line for line in table.splitlines() if line.startswith("t1 "))
+    assert row.split()[:3] == ["t1", "blue", "7"]
+    wide = kubectl.run("get", "widgets", "-n", ns, "-o", "wide").stdout
+    assert "OWNER" in wide.splitlines()[0] and "alice" in wide
+    assert "color: blue" in kubectl.run("get", "widget", "t1", "-n", ns, "-o", "yaml").stdout
+    assert json.loads(kubectl.run("get", "widget", "t1", "-n", ns, "-o", "json").stdout)[
+        "kind"] == "Widget"
+    assert kubectl.run("get", "widget", "t1", "-n", ns, "-o",
+                       "jsonpath={.spec.size}").stdout == "7"
+    assert "t1" in kubectl.run("get", "wdg", "-n", ns, "-o", "name").stdout
+
+
+def test_get_watch_sees_a_change_from_another_command(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    kubectl.apply(widget("w1", namespace=ns))
+    proc = kubectl.popen("get", "widgets", "-n", ns, "-w")
+    lines: list[str] = []
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not any(line.startswith("w1 ") for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.1)
+        kubectl.run("patch", "widget", "w1", "-n", ns, "--type=merge", "-p",
+                    '{"spec":{"size":9}}')
+        while not any(line.split()[:3] == ["w1", "red", "9"] for line in lines):
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_label_annotate_patch_merge_json_status_and_wait(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    kubectl.apply(widget("p1", namespace=ns))
+    kubectl.run("label", "widget", "p1", "-n", ns, "tier=gold")
+    kubectl.run("annotate", "widget", "p1", "-n", ns, "note=hello")
+    kubectl.run("patch", "widget", "p1", "-n", ns, "--type=merge", "-p",
+                '{"spec":{"size":5}}')
+    kubectl.run("patch", "widget", "p1", "-n", ns, "--type=json", "-p",
+                '[{"op":"test","path":"/spec/size","value":5},'
+                '{"op":"replace","path":"/spec/color","value":"green"}]')
+    kubectl.run("patch", "widget", "p1", "-n", ns, "--subresource=status", "--type=merge",
+                "-p", '{"status":{"phase":"Ready"}}')
+    kubectl.run("wait", "--for=jsonpath={.status.phase}=Ready", "widget/p1", "-n", ns,
+                "--timeout=30s")
+    got = json.loads(kubectl.run("get", "widget", "p1", "-n", ns, "-o", "json").stdout)
+    assert got["metadata"]["labels"] == {"tier": "gold"}
+    assert got["metadata"]["annotations"]["note"] == "hello"
+    assert got["spec"] == {"color": "green", "size": 5, "owner": "alice"}
+    assert got["status"] == {"phase": "Ready"}
+    assert "p1" in kubectl.run("get", "widgets", "-n", ns, "-l", "tier=gold").stdout
+    assert "p1" in kubectl.run("get", "widgets", "-n", ns, "-l", "tier in (gold,silver)").stdout
+    assert "p1" not in kubectl.run("get", "widgets", "-n", ns, "-l", "tier!=gold").stdout
+    assert "p1" in kubectl.run("get", "widgets", "-n", ns,
+                               "--field-selector", "spec.color=green").stdout
+    # a failing JSON-patch test changes nothing
+    bad = kubectl.run("patch", "widget", "p1", "-n", ns, "--type=json", "-p",
+                      '[{"op":"test","path":"/spec/size","value":6},'
+                      '{"op":"replace","path":"/spec/color","value":"red"}]', check=False)
+    assert bad.returncode != 0
+    assert kubectl.run("get", "widget", "p1", "-n", ns, "-o",
+                       "jsonpath={.spec.color}").stdout == "green"
+
+
+def test_describe_shows_events(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    kubectl.apply(widget("d1", namespace=ns))
+    uid = kubectl.run("get", "widget", "d1", "-n", ns, "-o",
+                      "jsonpath={.metadata.uid}").stdout
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kubectl.apply(f"""\
+apiVersion: v1
+kind: Event
+metadata:
+  name: d1.polished
+  namespace: {ns}
+involvedObject:
+  apiVersion: example.com/v1
+  kind: Widget
+  name: d1
+  namespace: {ns}
+  uid: {uid}
+reason: Polished
+message: the widget was polished
+type: Normal
+firstTimestamp: "{now}"
+lastTimestamp: "{now}"
+count: 1
+source:
+  component: polisher
+""")
+    out = kubectl.run("describe", "widget", "d1", "-n", ns).stdout
+    assert "Events:" in out
+    assert "Polished" in out and "the widget was polished" in out
+
+
+def test_delete_with_finalizer_waits_for_a_controller(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    kubectl.apply(widget("f1", namespace=ns, extra=""))
+    kubectl.run("patch", "widget", "f1", "-n", ns, "--type=merge", "-p",
+                '{"metadata":{"finalizers":["example.com/hold"]}}')
+    proc = kubectl.popen("delete", "widget", "f1", "-n", ns, "--timeout=60s")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            ts = kubectl.run("get", "widget", "f1", "-n", ns, "-o",
+                             "jsonpath={.metadata.deletionTimestamp}").stdout
+            if ts:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert proc.poll() is None, "kubectl delete returned while the finalizer was set"
+        # the "controller": removes its finalizer, as a reconcile would
+        kubectl.run("patch", "widget", "f1", "-n", ns, "--type=json", "-p",
+                    '[{"op":"remove","path":"/metadata/finalizers"}]')
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "deleted" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert kubectl.run("get", "widget", "f1", "-n", ns, check=False).returncode != 0
+
+
+def test_explain(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "widgets.spec").stdout
+    assert "The colour of the widget." in out and "color" in out
+    out = kubectl.run("explain", "baremetalhosts.spec.bmc").stdout
+    assert "address" in out and "credentialsName" in out
+
+
+def test_server_side_apply_and_diff(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    out = kubectl.apply(widget("s1", namespace=ns), "--server-side")
+    assert "serverside-applied" in out
+    got = json.loads(kubectl.run("get", "widget", "s1", "-n", ns, "-o", "json",
+                                 "--show-managed-fields").stdout)
+    managers = {m["manager"]: m for m in got["metadata"]["managedFields"]}
+    assert managers["kubectl"]["operation"] == "Apply"
+    same = kubectl.run("diff", "-f", "-", input_text=widget("s1", namespace=ns), check=False)
+    assert same.returncode == 0, same.stdout + same.stderr
+    changed = kubectl.run("diff", "-f", "-", input_text=widget("s1", color="blue",
+                                                                namespace=ns), check=False)
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "+  color: blue" in changed.stdout
+    # diff is a dry run: nothing changed
+    assert kubectl.run("get", "widget", "s1", "-n", ns, "-o",
+                       "jsonpath={.spec.color}").stdout == "red"
+
+
+def test_create_and_delete_namespace(kubectl: Kubectl) -> None:
+    name = f"scratch-{_ns(kubectl)}"
+    kubectl.run("create", "namespace", name)
+    kubectl.apply(widget("inside", namespace=name))
+    assert "Active" in kubectl.run("get", "namespace", name).stdout
+    kubectl.run("delete", "namespace", name, "--timeout=60s")
+    assert kubectl.run("get", "namespace", name, check=False).returncode != 0
+
+
+def test_get_nodes_pods_events(kubectl: Kubectl) -> None:
+    for resource in ("nodes", "pods", "events"):
+        res = kubectl.run("get", resource, "-A")
+        assert res.returncode == 0
+
+
+def test_invalid_object_is_rejected_with_field_path(kubectl: Kubectl) -> None:
+    ns = _ns(kubectl)
+    res = kubectl.run("apply", "-f", "-", input_text=widget("bad", color="purple", size=20,
+                                                            namespace=ns), check=False)
+    assert res.returncode != 0
+    assert "spec.color" in res.stderr and "Unsupported value" in res.stderr
+    assert "spec.size" in res.stderr
+    res = kubectl.run("apply", "-f", "-", input_text=widget("bad", namespace=ns) +
+                      "  bogus: 1\n", check=False)
+    assert res.returncode != 0
+    assert 'unknown field "spec.bogus"' in res.stderr
+    assert kubectl.run("get", "widget", "bad", "-n", ns, check=False).returncode != 0
