@@ -172,6 +172,18 @@ def validate_metadata(info: ResourceInfo, obj: Obj, *, namespace: str | None) ->
     return causes
 
 
+def normalize_metadata(obj: Obj) -> None:
+    """Drop empty metadata collections, as kube's typed ObjectMeta (omitempty)
+    does when it serialises."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return
+    for key in ("labels", "annotations", "finalizers", "ownerReferences", "managedFields",
+                "generateName"):
+        if key in meta and not meta[key]:
+            del meta[key]
+
+
 def strip_server_metadata(obj: Obj) -> None:
     meta = obj.setdefault("metadata", {})
     for key in SERVER_METADATA:
@@ -195,6 +207,7 @@ def prepare_create(info: ResourceInfo, obj: Obj, *, namespace: str) -> None:
         obj.pop("status", None)
     obj["apiVersion"] = info.api_version
     obj["kind"] = info.kind
+    normalize_metadata(obj)
 
 
 def spec_of(obj: Obj) -> Obj:
@@ -215,6 +228,7 @@ def prepare_update(info: ResourceInfo, old: Obj, new: Obj, *, subresource: str) 
         else:
             meta.pop(key, None)
     meta.pop("selfLink", None)
+    normalize_metadata(new)
     new["apiVersion"] = info.api_version
     new["kind"] = info.kind
     if subresource == "status":

@@ -193,7 +193,9 @@ class Requirement:
         if op == DOES_NOT_EXIST:
             return "!" + self.key
         if op in (IN, NOT_IN):
-            return f"{self.key} {op} ({','.join(self.values)})"
+            # a lone empty value renders as "(,)": "()" would parse as an empty set
+            joined = "," if self.values == ("",) else ",".join(self.values)
+            return f"{self.key} {op} ({joined})"
         if op == GREATER_THAN:
             return f"{self.key}>{self.values[0]}"
         if op == LESS_THAN:
@@ -384,14 +386,16 @@ class LabelSelector:
         if not isinstance(d, dict):
             raise SelectorError("a label selector must be an object")
         reqs: list[Requirement] = []
-        match_labels = d.get("matchLabels") or {}
+        match_labels = d.get("matchLabels")
+        match_labels = {} if match_labels is None else match_labels
         if not isinstance(match_labels, dict):
             raise SelectorError("matchLabels must be an object")
         for k, v in match_labels.items():
             if not isinstance(v, str):
                 raise SelectorError(f"matchLabels[{k}] must be a string")
             reqs.append(Requirement.new(str(k), EQUALS, [v]))
-        exprs = d.get("matchExpressions") or []
+        exprs = d.get("matchExpressions")
+        exprs = [] if exprs is None else exprs
         if not isinstance(exprs, list):
             raise SelectorError("matchExpressions must be an array")
         ops = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
@@ -402,7 +406,8 @@ class LabelSelector:
             if operator not in ops:
                 raise SelectorError(f"{_quote(str(operator))} is not a valid label selector "
                                     "operator")
-            values = expr.get("values") or []
+            values = expr.get("values")
+            values = [] if values is None else values
             if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                 raise SelectorError("matchExpressions values must be strings")
             reqs.append(Requirement.new(str(expr.get("key", "")), ops[str(operator)], values))
