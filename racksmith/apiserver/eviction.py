@@ -35,7 +35,7 @@ def is_healthy(pod: Obj) -> bool:
         return False
     for cond in pod.get("status", {}).get("conditions", []) or []:
         if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
+            return bool(cond.get("status") == "True")
     return False
 
 

@@ -97,9 +97,9 @@ def _gvk(info: ResourceInfo, kind: str | None = None) -> Obj:
 
 
 def _object_schema(info: ResourceInfo) -> Obj:
-    schema = copy.deepcopy(info.schema) if info.schema else {
+    schema: Obj = copy.deepcopy(info.schema) if info.schema else {
         "type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    props = schema.setdefault("properties", {})
+    props: Obj = schema.setdefault("properties", {})
     props["apiVersion"] = {"type": "string", "description": "APIVersion defines the "
                            "versioned schema of this representation of an object."}
     props["kind"] = {"type": "string", "description": "Kind is a string value representing "

@@ -18,6 +18,7 @@ import copy
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+import builtins
 from typing import Any
 
 import orjson
@@ -196,8 +197,8 @@ class ResourceService:
 
     async def _list_filtered(self, scope: Scope, after: Key | None, limit: int,
                              matches: Callable[[Obj], bool]
-                             ) -> tuple[list[Obj], int, Key | None, int]:
-        out: list[Obj] = []
+                             ) -> tuple[builtins.list[Obj], int, Key | None, int]:
+        out: builtins.list[Obj] = []
         rv = 0
         while True:
             want = (limit - len(out)) if limit else None
@@ -260,7 +261,7 @@ class ResourceService:
         return obj
 
     def _schema_pass(self, info: ResourceInfo, obj: Obj, opts: WriteOptions,
-                     warnings: list[str]) -> None:
+                     warnings: builtins.list[str]) -> None:
         """Prune (honouring fieldValidation), default and validate ``obj``."""
         if info.schema is None:
             return
@@ -354,7 +355,7 @@ class ResourceService:
     async def _commit_update(self, info: ResourceInfo, key: Key, old: Obj, new: Obj,
                              opts: WriteOptions, *, subresource: str = "",
                              skip_managed: bool = False) -> WriteResult:
-        warnings: list[str] = []
+        warnings: builtins.list[str] = []
         new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
         prepare_update(info, old, new, subresource=subresource)
         self._schema_pass(info, new, opts, warnings)
@@ -589,10 +590,10 @@ class ResourceService:
 
     async def delete_collection(self, info: ResourceInfo, namespace: str | None,
                                 list_opts: ListOptions, options: Obj | None = None, *,
-                                dry_run: bool = False) -> list[Obj]:
+                                dry_run: bool = False) -> builtins.list[Obj]:
         page = await self.list(info, namespace, dataclasses.replace(list_opts, limit=0,
                                                                      continue_token=""))
-        deleted: list[Obj] = []
+        deleted: builtins.list[Obj] = []
         for obj in page.items:
             meta = obj["metadata"]
             try:

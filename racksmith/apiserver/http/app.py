@@ -47,7 +47,7 @@ Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
-USER_KEY = web.AppKey("user", User)
+USER_KEY = web.RequestKey("user", User)
 
 
 @dataclass
