@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 
 from racksmith import __version__
+from racksmith.app.logs import configure_logging
 from racksmith.app.runner import Racksmith
 from racksmith.app.settings import Settings, default_data_dir
 from racksmith.kinds.crdgen import all_crds, render_yaml
@@ -26,10 +27,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 console = Console(stderr=True)
 
 
-def _logging(level: str) -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+def _logging(level: str, fmt: str = "console") -> None:
+    configure_logging(level, fmt)
 
 
 def _run(rs: Racksmith, progress: bool) -> None:
@@ -78,9 +77,14 @@ def up(
                                          "controllers."),
     progress: bool = typer.Option(False, help="Show a progress display."),
     log_level: str = typer.Option("info", help="Log level."),
+    log_format: str = typer.Option("console", help="console or json."),
 ) -> None:
     """Start the API server and every controller in the foreground."""
-    _logging(log_level)
+    if emulate_hosts:
+        raise typer.BadParameter(
+            "the virtual datacenter (Ironic + Redfish emulation) is not in this release yet; "
+            "see docs/roadmap.md", param_hint="--emulate-hosts")
+    _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, emulate_hosts=emulate_hosts,
                         apply=list(apply), leader_election=leader_election,
