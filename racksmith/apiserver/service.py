@@ -453,6 +453,9 @@ class ResourceService:
             raise errors.invalid(info.kind, _name(old), [Cause("", str(exc))],
                                  group=info.group) from None
         except patching.PatchError as exc:
+            if exc.code == 422:
+                raise errors.invalid(info.kind, _name(old), [Cause("", str(exc))],
+                                     group=info.group) from None
             raise errors.bad_request(str(exc)) from None
         except patching.ApplyConflict as exc:
             raise self._apply_conflict(info, _name(old), exc) from None
@@ -471,14 +474,8 @@ class ResourceService:
 
     @staticmethod
     def _apply_conflict(info: ResourceInfo, name: str, exc: patching.ApplyConflict) -> ApiError:
-        causes = [Cause(path, f'conflict with "{manager}"', "FieldManagerConflict")
-                  for path, manager in exc.conflicts]
-        managers = ", ".join(sorted({m for _p, m in exc.conflicts}))
-        err = errors.ApiError(
-            409, "Conflict", f"Apply failed with {len(causes)} conflict"
-            f"{'s' if len(causes) != 1 else ''}: conflict with {managers}",
-            kind=info.plural, name=name, group=info.group, causes=causes)
-        return err
+        return errors.ApiError(409, "Conflict", exc.message, kind=info.plural, name=name,
+                               group=info.group, causes=exc.causes())
 
     async def _apply_create(self, info: ResourceInfo, namespace: str, name: str, patch: Any,
                             opts: WriteOptions) -> WriteResult:

@@ -40,6 +40,7 @@ taken from the applied configuration and never tracked, nor are
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from racksmith.apiserver.patching.errors import ApplyConflict, PatchError
@@ -154,8 +155,10 @@ def apply_patch(live: dict[str, Any] | None, applied: dict[str, Any], *, manager
         e.paths.discard(p)
 
     owned_by_others: set[Path] = set().union(*(e.paths for e in others)) if others else set()
-    for p in sorted(prev_set - new_set, key=len, reverse=True):
+    for p in sorted(prev_set - new_set, key=len):
         if any(under(q, p) for q in owned_by_others) or any(under(q, p) for q in new_set):
+            continue
+        if _is_key_field(p):
             continue
         if remove_at(merged, p):
             _remove_emptied(merged, p, owned_by_others | new_set)
@@ -170,6 +173,18 @@ def apply_patch(live: dict[str, Any] | None, applied: dict[str, Any], *, manager
     own.paths = new_set
     write_entries(merged, entries)
     return merged
+
+
+def _is_key_field(path: Path) -> bool:
+    """True for ``...k:{"name":"x"}.f:name``: a keyed item's identity is never removed
+    on its own (the item goes as a whole or stays)."""
+    if len(path) < 2 or not path[-2].startswith("k:") or not path[-1].startswith("f:"):
+        return False
+    try:
+        keys = json.loads(path[-2][2:])
+    except ValueError:
+        return False
+    return isinstance(keys, dict) and path[-1][2:] in keys
 
 
 def _remove_emptied(obj: dict[str, Any], path: Path, owned: set[Path]) -> None:
