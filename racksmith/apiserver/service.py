@@ -14,11 +14,11 @@ before the single store call that commits the change.
 from __future__ import annotations
 
 import base64
+import builtins
 import copy
 import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-import builtins
 from typing import Any
 
 import orjson

@@ -169,7 +169,7 @@ class KubeSource:
                         self._backoff.forget("source")
             except _Gone:
                 self._log.info("resource version expired, listing again", resource_version=rv)
-                rv = None
+                pass
             except _RETRYABLE as exc:
                 delay = self._backoff.next_delay("source")
                 self._log.warning(
