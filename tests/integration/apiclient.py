@@ -1,0 +1,69 @@
+"""A tiny raw HTTP client for tests that need exact requests and status codes.
+
+Owns: an aiohttp session bound to an in-process :class:`ApiServer` over TLS
+with its token, returning ``(status, body, headers)`` without raising.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+
+from racksmith.apiserver.server import ApiServer
+
+
+class RawClient:
+    def __init__(self, server: ApiServer, session: aiohttp.ClientSession) -> None:
+        self.server = server
+        self.session = session
+
+    async def request(self, method: str, path: str, body: Any = None, *,
+                      content_type: str = "application/json", raw: bytes | None = None,
+                      headers: dict[str, str] | None = None
+                      ) -> tuple[int, Any, aiohttp.typedefs.LooseHeaders]:
+        data = raw
+        if data is None and body is not None:
+            data = json.dumps(body).encode()
+        hdrs = {"Authorization": f"Bearer {self.server.token}", "Content-Type": content_type}
+        hdrs.update(headers or {})
+        async with self.session.request(method, self.server.url + path, data=data,
+                                        headers=hdrs) as resp:
+            text = await resp.read()
+            try:
+                parsed: Any = json.loads(text) if text else None
+            except ValueError:
+                parsed = text
+            return resp.status, parsed, resp.headers
+
+    async def get(self, path: str) -> tuple[int, Any]:
+        code, body, _ = await self.request("GET", path)
+        return code, body
+
+    async def post(self, path: str, body: Any) -> tuple[int, Any]:
+        code, out, _ = await self.request("POST", path, body)
+        return code, out
+
+    async def put(self, path: str, body: Any) -> tuple[int, Any]:
+        code, out, _ = await self.request("PUT", path, body)
+        return code, out
+
+    async def patch(self, path: str, body: Any,
+                    content_type: str = "application/merge-patch+json") -> tuple[int, Any]:
+        code, out, _ = await self.request("PATCH", path, body, content_type=content_type)
+        return code, out
+
+    async def delete(self, path: str, body: Any = None) -> tuple[int, Any]:
+        code, out, _ = await self.request("DELETE", path, body)
+        return code, out
+
+
+@asynccontextmanager
+async def raw_client(server: ApiServer) -> AsyncIterator[RawClient]:
+    ctx = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+        yield RawClient(server, session)

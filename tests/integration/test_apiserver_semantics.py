@@ -1,0 +1,284 @@
+"""API semantics beyond what kubectl exercises: garbage collection and
+propagation policies, namespaces, generation and no-op writes, dry runs,
+deletecollection, paging, status isolation, eviction with PDBs, watch
+details, CRD deletion."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+from typing import Any
+
+import aiohttp
+
+from racksmith.apiserver.server import ApiServer
+from tests.integration.apiclient import RawClient, raw_client
+
+CM = "/api/v1/namespaces/default/configmaps"
+PODS = "/api/v1/namespaces/default/pods"
+PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+VOLUMES = "/apis/storage.racksmith.io/v1alpha1/volumes"
+
+
+def cm(name: str, owner: dict[str, Any] | None = None, labels: dict[str, str] | None = None,
+       block: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap",
+                                    "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"],
+                                    "blockOwnerDeletion": block}]
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+
+
+async def wait_gone(c: RawClient, path: str, timeout: float = 20) -> None:
+    async def loop() -> None:
+        while (await c.get(path))[0] != 404:
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(loop(), timeout)
+
+
+async def test_background_gc_deletes_dependents(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        _, owner = await c.post(CM, cm("owner"))
+        assert (await c.post(CM, cm("dep1", owner)))[0] == 201
+        assert (await c.post(CM, cm("dep2", owner)))[0] == 201
+        assert (await c.delete(f"{CM}/owner"))[0] == 200
+        await wait_gone(c, f"{CM}/dep1")
+        await wait_gone(c, f"{CM}/dep2")
+
+
+async def test_orphan_policy_keeps_dependents_without_the_reference(
+        api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        _, owner = await c.post(CM, cm("owner"))
+        await c.post(CM, cm("kept", owner))
+        code, _ = await c.delete(f"{CM}/owner", {"propagationPolicy": "Orphan"})
+        assert code == 200
+        await wait_gone(c, f"{CM}/owner")
+        code, kept = await c.get(f"{CM}/kept")
+        assert code == 200
+        assert not kept["metadata"].get("ownerReferences")
+
+
+async def test_foreground_waits_for_blocking_dependents(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        _, owner = await c.post(CM, cm("owner"))
+        _, dep = await c.post(CM, cm("blocker", owner, block=True))
+        # the dependent holds a finalizer: the owner must wait for it
+        await c.patch(f"{CM}/blocker", {"metadata": {"finalizers": ["test/hold"]}})
+        code, body = await c.delete(f"{CM}/owner", {"propagationPolicy": "Foreground"})
+        assert code == 200
+        assert "foregroundDeletion" in body["metadata"]["finalizers"]
+        for _ in range(40):
+            code, dep = await c.get(f"{CM}/blocker")
+            if dep["metadata"].get("deletionTimestamp"):
+                break
+            await asyncio.sleep(0.05)
+        assert dep["metadata"].get("deletionTimestamp")
+        code, still = await c.get(f"{CM}/owner")
+        assert code == 200 and still["metadata"]["deletionTimestamp"]
+        await c.patch(f"{CM}/blocker", {"metadata": {"finalizers": None}})
+        await wait_gone(c, f"{CM}/blocker")
+        await wait_gone(c, f"{CM}/owner")
+
+
+async def test_namespace_deletion_removes_its_contents(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}
+        assert (await c.post("/api/v1/namespaces", ns))[0] == 201
+        path = "/api/v1/namespaces/doomed/configmaps"
+        assert (await c.post(path, cm("inside")))[0] == 201
+        code, body = await c.delete("/api/v1/namespaces/doomed")
+        assert code == 200 and body["status"]["phase"] == "Terminating"
+        code, body = await c.post(path, cm("late"))
+        assert code == 403, body
+        await wait_gone(c, "/api/v1/namespaces/doomed")
+        assert (await c.get(f"{path}/inside"))[0] == 404
+        # creating in a missing namespace is a 404
+        assert (await c.post("/api/v1/namespaces/nowhere/configmaps", cm("x")))[0] == 404
+
+
+async def test_generation_noop_and_dry_run(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        vol = {"apiVersion": "storage.racksmith.io/v1alpha1", "kind": "Volume",
+               "metadata": {"name": "v1"},
+               "spec": {"nodeName": "n1", "storageClassName": "sc",
+                        "sparseLoopDevice": {"size": "1Gi"}}}
+        code, created = await c.post(VOLUMES, vol)
+        assert code == 201, created
+        assert created["metadata"]["generation"] == 1
+        rv = created["metadata"]["resourceVersion"]
+        code, same = await c.put(f"{VOLUMES}/v1", created)
+        assert code == 200 and same["metadata"]["resourceVersion"] == rv
+        code, labelled = await c.patch(f"{VOLUMES}/v1", {"metadata": {"labels": {"a": "b"}}})
+        assert labelled["metadata"]["generation"] == 1
+        assert int(labelled["metadata"]["resourceVersion"]) > int(rv)
+        code, changed = await c.patch(f"{VOLUMES}/v1", {"spec": {"nodeName": "n2"}})
+        assert changed["metadata"]["generation"] == 2
+        code, dry, _ = await c.request("POST", VOLUMES + "?dryRun=All",
+                                       {**vol, "metadata": {"name": "ghost"}})
+        assert code == 201 and dry["metadata"]["name"] == "ghost"
+        assert (await c.get(f"{VOLUMES}/ghost"))[0] == 404
+        code, _, _ = await c.request("DELETE", f"{VOLUMES}/v1?dryRun=All")
+        assert code == 200
+        assert (await c.get(f"{VOLUMES}/v1"))[0] == 200
+
+
+async def test_status_subresource_is_isolated(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        lock = {"apiVersion": "lcm.racksmith.io/v1alpha1", "kind": "NodeWorkloadLock",
+                "metadata": {"name": "l1"},
+                "spec": {"controllerName": "ctl", "nodeName": "n1"},
+                "status": {"state": "inactive"}}
+        path = "/apis/lcm.racksmith.io/v1alpha1/nodeworkloadlocks"
+        code, created = await c.post(path, lock)
+        assert code == 201, created
+        assert created.get("status", {}).get("state") != "inactive"  # status dropped on create
+        code, body = await c.patch(f"{path}/l1", {"status": {"state": "inactive"}})
+        assert body.get("status", {}).get("state") != "inactive"  # main resource ignores it
+        code, body = await c.patch(f"{path}/l1/status", {"status": {"state": "inactive"},
+                                                         "spec": {"nodeName": "n9"}})
+        assert code == 200, body
+        assert body["status"]["state"] == "inactive"
+        assert body["spec"]["nodeName"] == "n1"  # status ignores spec
+
+
+async def test_deletecollection_and_paging(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        for i in range(7):
+            await c.post(CM, cm(f"page-{i}", labels={"batch": "x" if i % 2 else "y"}))
+        names: list[str] = []
+        token = ""
+        pages = 0
+        while True:
+            code, page = await c.get(f"{CM}?limit=3&labelSelector=batch&continue={token}")
+            assert code == 200
+            names += [i["metadata"]["name"] for i in page["items"]]
+            pages += 1
+            token = page["metadata"].get("continue", "")
+            if not token:
+                break
+        assert sorted(names) == [f"page-{i}" for i in range(7)] and pages == 3
+        code, deleted = await c.delete(f"{CM}?labelSelector=batch%3Dx")
+        assert code == 200
+        assert sorted(i["metadata"]["name"] for i in deleted["items"]) == [
+            "page-1", "page-3", "page-5"]
+        code, left = await c.get(f"{CM}?labelSelector=batch")
+        assert len(left["items"]) == 4
+
+
+def pod(name: str, ready: bool) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "db"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "db", "image": "db:1"}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        for i in range(3):
+            assert (await c.post(PODS, pod(f"db-{i}", ready=True)))[0] == 201
+        pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "db"},
+               "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}}}
+        assert (await c.post(PDBS, pdb))[0] == 201
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": "db-0", "namespace": "default"}}
+        code, body = await c.post(f"{PODS}/db-0/eviction", eviction)
+        assert code == 201, body
+        assert (await c.get(f"{PODS}/db-0"))[0] == 404
+        code, body = await c.post(f"{PODS}/db-1/eviction",
+                                  {**eviction, "metadata": {"name": "db-1"}})
+        assert code == 429, body
+        assert body["reason"] == "TooManyRequests"
+        assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
+        assert "db" in body["details"]["causes"][0]["message"]
+        assert (await c.get(f"{PODS}/db-1"))[0] == 200
+        code, got = await c.get(f"{PDBS}/db")
+        assert got["status"]["disruptionsAllowed"] == 0
+        assert got["status"]["currentHealthy"] == 2
+
+
+async def _watch_lines(server: ApiServer, path: str, count: int,
+                       timeout: float = 20) -> list[dict[str, Any]]:
+    ctx = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
+    out: list[dict[str, Any]] = []
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s, \
+            s.get(server.url + path,
+                  headers={"Authorization": f"Bearer {server.token}"}) as resp:
+        assert resp.status == 200
+
+        async def read() -> None:
+            async for line in resp.content:
+                if line.strip():
+                    out.append(json.loads(line))
+                    if len(out) >= count:
+                        return
+        await asyncio.wait_for(read(), timeout)
+    return out
+
+
+async def test_watch_selector_transitions_and_timeout(api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        _, first = await c.post(CM, cm("watched", labels={"team": "a"}))
+        rv = first["metadata"]["resourceVersion"]
+        task = asyncio.create_task(_watch_lines(
+            api_server, f"{CM}?watch=1&labelSelector=team%3Da&resourceVersion={rv}", 2))
+        await asyncio.sleep(0.3)
+        await c.patch(f"{CM}/watched", {"metadata": {"labels": {"team": "b"}}})
+        await c.patch(f"{CM}/watched", {"metadata": {"labels": {"team": "a"}}})
+        events = await task
+        assert [e["type"] for e in events] == ["DELETED", "ADDED"]
+        # timeoutSeconds ends the stream; sendInitialEvents ends with a bookmark
+        ctx = ssl.create_default_context(cafile=str(api_server.data_dir / "pki" / "ca.crt"))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s:
+            url = (f"{api_server.url}{CM}?watch=true&timeoutSeconds=1&sendInitialEvents=true"
+                   "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+            async with s.get(url, headers={"Authorization": f"Bearer {api_server.token}"}
+                             ) as resp:
+                body = await asyncio.wait_for(resp.read(), 20)
+        events = [json.loads(line) for line in body.splitlines() if line.strip()]
+        assert events[-1]["type"] == "BOOKMARK"
+        assert events[-1]["object"]["metadata"]["annotations"][
+            "k8s.io/initial-events-end"] == "true"
+        assert any(e["type"] == "ADDED" for e in events)
+
+
+async def test_crd_deletion_removes_its_objects_and_stops_serving(
+        api_server: ApiServer) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.org"},
+        "spec": {"group": "example.org", "scope": "Cluster",
+                 "names": {"kind": "Gadget", "plural": "gadgets"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    async with raw_client(api_server) as c:
+        crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        assert (await c.post(crds, crd))[0] == 201
+        path = "/apis/example.org/v1/gadgets"
+        code, body = await c.post(path, {"apiVersion": "example.org/v1", "kind": "Gadget",
+                                         "metadata": {"name": "g1"}, "spec": {"x": 1}})
+        assert code == 201, body
+        for _ in range(100):
+            _, got = await c.get(f"{crds}/gadgets.example.org")
+            if any(cond["type"] == "Established" and cond["status"] == "True"
+                   for cond in got.get("status", {}).get("conditions", [])):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("CRD never Established")
+        assert (await c.delete(f"{crds}/gadgets.example.org"))[0] == 200
+        await wait_gone(c, f"{crds}/gadgets.example.org")
+        assert (await c.get(path))[0] == 404
+        # re-created: the old objects are gone
+        assert (await c.post(crds, crd))[0] == 201
+        code, listed = await c.get(path)
+        assert code == 200 and listed["items"] == []
