@@ -18,6 +18,7 @@ Obj = dict[str, Any]
 _ANY: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 _STR: Obj = {"type": "string"}
 _STRMAP: Obj = {"type": "object", "additionalProperties": {"type": "string"}}
+_NULLABLE_STR: Obj = {"type": "string", "nullable": True}
 
 
 def _obj(properties: Obj | None = None, required: list[str] | None = None,
@@ -39,7 +40,12 @@ def _root(description: str, properties: Obj, required: list[str] | None = None) 
         "metadata": {"type": "object", "description": "Standard object metadata."},
     }
     props.update(properties)
-    return _obj(props, required, description)
+    # The root is closed: unknown top-level fields are pruned and reported
+    # (fieldValidation), as kube's typed decoding does; nested objects stay open.
+    schema: Obj = {"type": "object", "properties": props, "description": description}
+    if required:
+        schema["required"] = required
+    return schema
 
 
 _OBJECT_REF = _obj({"kind": _STR, "namespace": _STR, "name": _STR, "uid": _STR,
@@ -94,7 +100,10 @@ def builtin_resources() -> list[ResourceInfo]:
             schema=_root("Event is a report of an event somewhere in the cluster.", {
                 "involvedObject": _OBJECT_REF, "reason": _STR, "message": _STR,
                 "type": _STR, "count": {"type": "integer"},
-                "firstTimestamp": _STR, "lastTimestamp": _STR,
+                "firstTimestamp": _NULLABLE_STR, "lastTimestamp": _NULLABLE_STR,
+                "eventTime": _NULLABLE_STR, "series": _ANY, "action": _STR,
+                "related": _OBJECT_REF, "reportingComponent": _STR,
+                "reportingInstance": _STR,
                 "source": _obj({"component": _STR, "host": _STR})},
                 ["involvedObject"])),
         ResourceInfo(
@@ -106,7 +115,11 @@ def builtin_resources() -> list[ResourceInfo]:
             schema=_root("Event is a report of an event somewhere in the cluster.", {
                 "regarding": _OBJECT_REF, "reason": _STR, "note": _STR, "type": _STR,
                 "action": _STR, "reportingController": _STR, "reportingInstance": _STR,
-                "eventTime": {"type": "string", "format": "date-time", "nullable": True}},
+                "eventTime": {"type": "string", "format": "date-time", "nullable": True},
+                "series": _ANY, "related": _OBJECT_REF, "deprecatedSource": _ANY,
+                "deprecatedFirstTimestamp": _NULLABLE_STR,
+                "deprecatedLastTimestamp": _NULLABLE_STR,
+                "deprecatedCount": {"type": "integer"}},
                 ["eventTime"])),
         ResourceInfo(
             group="", version=core, kind="Node", plural="nodes", singular="node",
@@ -154,7 +167,10 @@ def builtin_resources() -> list[ResourceInfo]:
             group="", version=core, kind="ServiceAccount", plural="serviceaccounts",
             singular="serviceaccount", namespaced=True, builtin=True,
             storage_version=core, short_names=("sa",),
-            schema=_root("ServiceAccount binds together a name and secrets.", {})),
+            schema=_root("ServiceAccount binds together a name and secrets.", {
+                "secrets": {"type": "array", "items": _ANY},
+                "imagePullSecrets": {"type": "array", "items": _ANY},
+                "automountServiceAccountToken": {"type": "boolean"}})),
         ResourceInfo(
             group="storage.k8s.io", version="v1", kind="StorageClass",
             plural="storageclasses", singular="storageclass", namespaced=False,
@@ -164,6 +180,7 @@ def builtin_resources() -> list[ResourceInfo]:
                 "volumeBindingMode": {"type": "string",
                                       "enum": ["Immediate", "WaitForFirstConsumer"]},
                 "mountOptions": {"type": "array", "items": _STR},
+                "allowedTopologies": {"type": "array", "items": _ANY},
                 "allowVolumeExpansion": {"type": "boolean"}}, ["provisioner"])),
         ResourceInfo(
             group="policy", version="v1", kind="PodDisruptionBudget",

@@ -9,12 +9,14 @@ separation and ``generation`` bumps. Pure: no I/O.
 
 from __future__ import annotations
 
+import base64
 import copy
 import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from racksmith.apiserver import errors
 from racksmith.apiserver.errors import Cause
 from racksmith.apiserver.registry import ResourceInfo
 
@@ -210,6 +212,31 @@ def prepare_create(info: ResourceInfo, obj: Obj, *, namespace: str) -> None:
     normalize_metadata(obj)
 
 
+def builtin_defaults(info: ResourceInfo, obj: Obj) -> None:
+    """What kube's typed defaulting and conversion do for a few built-ins."""
+    if info.group == "" and info.plural == "secrets":
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict):
+            data = obj.setdefault("data", {}) or {}
+            obj["data"] = data
+            for key, value in string_data.items():
+                data[key] = base64.b64encode(str(value).encode()).decode()
+        obj.setdefault("type", "Opaque")
+        if not obj.get("type"):
+            obj["type"] = "Opaque"
+
+
+def returns_deleted_object(info: ResourceInfo) -> bool:
+    """kube's ``ReturnDeletedObject``: custom resources and the built-ins below
+    answer a delete with the object; other built-ins with a Success Status."""
+    return not info.builtin or info.storage_key in _RETURNS_OBJECT
+
+
+_RETURNS_OBJECT = frozenset({
+    "core/pods", "core/namespaces", "core/persistentvolumes", "core/persistentvolumeclaims",
+    "core/serviceaccounts", "storage.k8s.io/storageclasses"})
+
+
 def spec_of(obj: Obj) -> Obj:
     """Everything that counts for ``generation``: all but metadata and status."""
     return {k: v for k, v in obj.items()
@@ -258,3 +285,24 @@ def new_finalizers_while_deleting(old: Obj, new: Obj) -> list[str]:
         return []
     before = set(old["metadata"].get("finalizers") or [])
     return [f for f in new.get("metadata", {}).get("finalizers") or [] if f not in before]
+
+
+MAX_DEPTH = 100
+"""Deepest nesting a request body may have (objects and arrays)."""
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse bodies nested deeper than ``limit`` (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise errors.bad_request(f"the request body is nested more than {limit} levels "
+                                     "deep")
+        stack.extend((child, depth + 1) for child in children)

@@ -29,6 +29,9 @@ from racksmith.apiserver import schema as schemalib
 from racksmith.apiserver.conversion import field_value, from_storage, storage_resource, to_storage
 from racksmith.apiserver.errors import ApiError, Cause
 from racksmith.apiserver.objects import (
+    MAX_DEPTH,
+    builtin_defaults,
+    check_depth,
     new_finalizers_while_deleting,
     now_rfc3339,
     prepare_create,
@@ -310,12 +313,16 @@ class ResourceService:
     async def create(self, info: ResourceInfo, namespace: str, body: Any,
                      opts: WriteOptions) -> WriteResult:
         obj = self._check_identity(info, copy.deepcopy(body), namespace, None)
+        if obj["metadata"].get("resourceVersion"):
+            raise errors.bad_request("resourceVersion should not be set on objects to be "
+                                     "created")
         namespace = namespace or str(obj["metadata"].get("namespace") or "")
         if info.namespaced and not namespace:
             namespace = "default"
-        warnings: list[str] = []
+        warnings: builtins.list[str] = []
         prepare_create(info, obj, namespace=namespace)
         self._schema_pass(info, obj, opts, warnings)
+        builtin_defaults(info, obj)
         self._validate(info, obj, namespace)
         await self._check_namespace(info, namespace)
         if info.plural == "namespaces" and info.group == "":
@@ -356,9 +363,11 @@ class ResourceService:
                              opts: WriteOptions, *, subresource: str = "",
                              skip_managed: bool = False) -> WriteResult:
         warnings: builtins.list[str] = []
+        check_depth(new, 2 * MAX_DEPTH)
         new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
         prepare_update(info, old, new, subresource=subresource)
         self._schema_pass(info, new, opts, warnings)
+        builtin_defaults(info, new)
         self._validate(info, new, key.namespace)
         added = new_finalizers_while_deleting(old, new)
         if added:
@@ -499,6 +508,7 @@ class ResourceService:
         warnings: list[str] = []
         prepare_create(info, obj, namespace=namespace)
         self._schema_pass(info, obj, opts, warnings)
+        builtin_defaults(info, obj)
         self._validate(info, obj, namespace)
         await self._check_namespace(info, namespace)
         if managed is not None:

@@ -31,6 +31,7 @@ from racksmith.apiserver.http.request import (
     resolve,
 )
 from racksmith.apiserver.http.watch import WatchParams, serve_watch
+from racksmith.apiserver.objects import returns_deleted_object
 from racksmith.apiserver.openapi import OpenAPICache
 from racksmith.apiserver.pki import User
 from racksmith.apiserver.registry import Registry, ResourceInfo
@@ -46,7 +47,7 @@ from racksmith.apiserver.tables import partial_metadata, to_table
 Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver")
 
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 USER_KEY = web.RequestKey("user", User)
 
 
@@ -67,7 +68,8 @@ def _json(data: Any, status: int = 200, *, content_type: str = "application/json
     resp = web.Response(body=orjson.dumps(data), status=status, content_type=None)
     resp.headers["Content-Type"] = content_type
     for w in warnings or []:
-        resp.headers.add("Warning", f'299 - "{w}"')
+        escaped = w.replace("\\", "\\\\").replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
     return resp
 
 
@@ -179,6 +181,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
     app.router.add_get("/livez", health)
     app.router.add_get("/readyz", health)
     app.router.add_get("/version", version)
+    app.router.add_get("/version/", version)
     app.router.add_get("/api", api_root)
     app.router.add_get("/apis", apis_root)
     app.router.add_get("/openapi/v2", openapi_v2)
@@ -203,11 +206,15 @@ def _write_opts(request: web.Request) -> WriteOptions:
         raise errors.bad_request(f'Unsupported value: "{validation}": supported values: '
                                  '"Ignore", "Strict", "Warn"')
     manager = q.get("fieldManager", "")
-    if not manager:
+    if len(manager) > 128:
+        raise errors.bad_request("fieldManager: Too long: may not be longer than 128")
+    if not manager and media_type(request) != PATCH_APPLY:
+        # kube derives the manager of a non-apply write from the user agent;
+        # apply requests must name theirs.
         agent = request.headers.get("User-Agent", "")
-        manager = agent.split("/")[0] if agent else ""
+        manager = agent.split("/")[0][:128] if agent else ""
     return WriteOptions(dry_run=bool(dry), field_validation=validation,
-                        field_manager=manager[:128], force=parse_bool(q.get("force"), "force"))
+                        field_manager=manager, force=parse_bool(q.get("force"), "force"))
 
 
 def _list_opts(request: web.Request) -> ListOptions:
@@ -268,6 +275,10 @@ async def _serve_resource(request: web.Request, target: Target,
             return _json({"kind": kind, "apiVersion": api_version, "metadata": meta,
                           "items": items})
         if method == "POST":
+            if info.namespaced and target.namespace is None:
+                raise errors.method_not_allowed(
+                    f"POST is not supported on {info.plural} across all namespaces; use "
+                    f"/namespaces/<namespace>/{info.plural}")
             body = decode(await read_body(request), media_type(request))
             res = await service.create(info, ns, body, _write_opts(request))
             return _result(info, res, accept, request, 201)
@@ -329,6 +340,13 @@ async def _serve_resource(request: web.Request, target: Target,
         options = await _delete_options(request)
         res = await service.delete(info, ns, name, options,
                                    dry_run=bool(request.query.getall("dryRun", [])))
+        if res.deleted and not returns_deleted_object(info):
+            meta = res.obj.get("metadata", {})
+            details: Obj = {"name": name, "kind": info.plural, "uid": meta.get("uid", "")}
+            if info.group:
+                details["group"] = info.group
+            return _json({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                          "status": "Success", "details": details})
         return _result(info, res, accept, request)
     raise errors.method_not_allowed(f"{method} is not supported")
 

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from racksmith.apiserver import errors
 from racksmith.apiserver import protobuf as pb
+from racksmith.apiserver.objects import MAX_DEPTH, check_depth
 from racksmith.apiserver.registry import Registry, ResourceInfo
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -112,6 +113,16 @@ def media_type(request: web.Request) -> str:
 
 def decode(body: bytes, content_type: str) -> Any:
     """Decode a request body by content type (JSON, YAML, k8s protobuf)."""
+    try:
+        value = _decode(body, content_type)
+    except RecursionError:
+        raise errors.bad_request(f"the request body is nested more than {MAX_DEPTH} levels "
+                                 "deep") from None
+    check_depth(value)
+    return value
+
+
+def _decode(body: bytes, content_type: str) -> Any:
     if not body.strip():
         raise errors.bad_request("the request body is empty")
     if content_type == "application/vnd.kubernetes.protobuf" or pb.is_k8s_protobuf(body):

@@ -86,22 +86,21 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
             return False
         return True
 
+    selective = label is not None or fieldsel is not None
     matched: set[tuple[str, str]] = set()
+    known: set[tuple[str, str]] = set()
+    """Keys whose matching state at the current point of the stream is known."""
     initial: list[Obj] = []
     if since < 0 or params.send_initial_events:
         page = await service.list(info, namespace, ListOptions(
             label_selector=params.list_opts.label_selector,
             field_selector=params.list_opts.field_selector))
         initial = page.items
-        if since < 0 or params.send_initial_events:
-            since = page.rv if since < 0 else since
+        # the list is the whole state at its rv: anything not in it is absent
+        since = page.rv
+        known_all = True
     else:
-        page_all = await service.list(info, namespace, ListOptions(
-            label_selector=params.list_opts.label_selector,
-            field_selector=params.list_opts.field_selector))
-        for obj in page_all.items:
-            meta = obj["metadata"]
-            matched.add((meta.get("namespace", ""), meta["name"]))
+        known_all = False
     for obj in initial:
         meta = obj["metadata"]
         matched.add((meta.get("namespace", ""), meta["name"]))
@@ -155,7 +154,17 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                 status = errors.internal("watch stream ended unexpectedly").to_status()
                 await send(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
                 break
-            out = _filter(item, matches, matched)
+            ident = (item.key.namespace, item.key.name)
+            if selective and not known_all and ident not in known:
+                was_known, before = await service.store.state_before(item.key, item.rv)
+                if (before if was_known else None) is not None and matches(before or {}):
+                    matched.add(ident)
+                elif not was_known and item.type is not EventType.ADDED:
+                    # the log no longer tells: assume it matched before if it does now
+                    if matches(item.obj):
+                        matched.add(ident)
+                known.add(ident)
+            out = _filter(item, matches, matched) if selective else item.type.value
             last_rv = item.rv
             if out is None:
                 continue

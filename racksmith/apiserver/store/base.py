@@ -135,3 +135,8 @@ class Store(Protocol):
 
     def oldest_rv(self) -> int:
         """The oldest resourceVersion a watch may resume from."""
+
+    async def state_before(self, key: Key, rv: int) -> tuple[bool, Obj | None]:
+        """``(known, obj)``: the object's state just before ``rv`` according to
+        the event log (``None`` = absent). ``known`` is False when the log no
+        longer reaches back far enough to tell."""

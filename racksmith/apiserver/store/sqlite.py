@@ -562,6 +562,27 @@ class SqliteStore:
             conn.execute("COMMIT")
 
 
+    async def state_before(self, key: Key, rv: int) -> tuple[bool, Obj | None]:
+        return await self._read(self._state_before_sync, key, rv)
+
+    def _state_before_sync(self, key: Key, rv: int) -> tuple[bool, Obj | None]:
+        """Reader thread: the newest logged state of ``key`` older than ``rv``."""
+        conn = self._reader_conn()
+        conn.execute("BEGIN")
+        try:
+            row = conn.execute(
+                "SELECT type, data FROM events WHERE resource = ? AND namespace = ? AND "
+                "name = ? AND rv < ? ORDER BY rv DESC LIMIT 1",
+                [key.resource, key.namespace, key.name, rv]).fetchone()
+            if row is not None:
+                return True, None if row[0] == EventType.DELETED.value else orjson.loads(
+                    row[1])
+            compact = int(conn.execute(_COMPACT_RV).fetchone()[0])
+            return compact == 0, None
+        finally:
+            conn.execute("COMMIT")
+
+
 def _conforms(store: SqliteStore) -> Store:
     """Type-checks that SqliteStore fulfils the Store protocol."""
     return store
