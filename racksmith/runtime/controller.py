@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
 import structlog
@@ -107,7 +107,12 @@ class Controller:
         self._queue = queue
         self._stopped.clear()
         self._running = True
-        pumps = [asyncio.create_task(self._pump(source, queue)) for source in self.sources]
+        # Each source's first iteration begins now, not when its pump task
+        # first runs, so ``has_synced`` already describes this run.
+        pumps = [
+            asyncio.create_task(self._pump(source, queue, source.keys()))
+            for source in self.sources
+        ]
         self._workers = [
             asyncio.create_task(self._work(queue), name=f"{self.name}-worker-{i}")
             for i in range(self.workers)
@@ -163,10 +168,13 @@ class Controller:
             self._stopped.set()
             self._log.info("controller stopped")
 
-    async def _pump(self, source: Source, queue: WorkQueue[ObjectKey]) -> None:
+    async def _pump(
+        self, source: Source, queue: WorkQueue[ObjectKey], first: AsyncIterator[ObjectKey]
+    ) -> None:
         adds = self.metrics.queue_adds.labels(controller=self.name)
+        pending: AsyncIterator[ObjectKey] | None = first
         while not queue.is_shut_down:
-            keys = source.keys()
+            keys, pending = (pending if pending is not None else source.keys()), None
             try:
                 async for key in keys:
                     adds.inc()

@@ -271,17 +271,31 @@ class LeaderElector:
         if not self.is_leader or self._observed is None:
             return
         self.is_leader = False
-        now = self._clock.wall()
-        record = replace(
-            self._observed,
-            holder_identity="",
-            lease_duration_seconds=1,
-            acquire_time=now,
-            renew_time=now,
-        )
+        current: LeaseRecord | None = self._observed
         try:
-            self._observe(await self.store.update(record))
-            self._log.info("released leadership")
+            for _ in range(3):
+                if current is None or current.holder_identity != self.identity:
+                    self._log.info("lease no longer ours, nothing to release")
+                    return
+                now = self._clock.wall()
+                record = replace(
+                    current,
+                    holder_identity="",
+                    lease_duration_seconds=1,
+                    acquire_time=now,
+                    renew_time=now,
+                )
+                try:
+                    self._observe(await self.store.update(record))
+                    self._log.info("released leadership")
+                    return
+                except LeaseConflict:
+                    # The record moved since we last saw it, e.g. a renewal
+                    # that was cancelled after the server applied it: re-read.
+                    current = await self.store.get()
+                    if current is not None:
+                        self._observe(current)
+            self._log.warning("could not release the lease: it keeps changing")
         except Exception as exc:
             self._log.warning("could not release the lease", error=repr(exc))
 

@@ -38,7 +38,9 @@ class Source(Protocol):
     ``keys()`` runs until cancelled (a finite fake may end; the controller
     then simply stops reading it). It may yield a key many times; the work
     queue de-duplicates. ``has_synced`` turns True once the initial state has
-    been emitted (the first complete list) and stays True.
+    been emitted (the first complete list) and stays True for the rest of that
+    ``keys()`` iteration; a new iteration (the controller run again, e.g. when
+    leadership comes back) starts unsynced, so readiness waits for its list.
     """
 
     @property
@@ -127,7 +129,14 @@ class KubeSource:
     def has_synced(self) -> bool:
         return self._synced
 
-    async def keys(self) -> AsyncIterator[ObjectKey]:
+    def keys(self) -> AsyncIterator[ObjectKey]:
+        """A new list+watch iteration; ``has_synced`` is False until its first
+        list has been emitted (reset here, synchronously, so a controller that
+        is started again is not ready before it has listed again)."""
+        self._synced = False
+        return self._keys()
+
+    async def _keys(self) -> AsyncIterator[ObjectKey]:
         # What each object last mapped to, so a re-list can emit the keys of
         # objects deleted while we were not watching, and an update that
         # changes the mapping (e.g. an owner reference) reaches the old key.
@@ -169,7 +178,7 @@ class KubeSource:
                         self._backoff.forget("source")
             except _Gone:
                 self._log.info("resource version expired, listing again", resource_version=rv)
-                pass
+                rv = None
             except _RETRYABLE as exc:
                 delay = self._backoff.next_delay("source")
                 self._log.warning(
