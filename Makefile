@@ -3,12 +3,23 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+IRONIC_VENV := .ironic-venv
+IRONIC_STAMP := $(IRONIC_VENV)/.installed
+IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
 DEBS := xfsprogs
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install up test test-unit test-integration test-e2e bench lint clean debs
 
-install: $(STAMP)
+install: $(STAMP) $(IRONIC_STAMP)
+
+# Ironic and the Redfish emulator run as their own processes, from their own
+# virtual env: their pins (oslo.*, Flask, ...) stay out of ours.
+$(IRONIC_STAMP): Makefile
+	test -x $(IRONIC_VENV)/bin/python || $(PY) -m venv $(IRONIC_VENV)
+	$(IRONIC_VENV)/bin/pip install -q --upgrade pip
+	$(IRONIC_VENV)/bin/pip install -q $(IRONIC_PKGS)
+	touch $(IRONIC_STAMP)
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory debs
@@ -39,4 +50,4 @@ bench: install
 	$(BIN)/python bench/apiserver.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(IRONIC_VENV) .mypy_cache .ruff_cache

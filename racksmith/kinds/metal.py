@@ -245,6 +245,12 @@ class BareMetalHostSpec(RacksmithModel):
         default=AutomatedCleaningMode.METADATA, description="Disk cleaning mode."
     )
     description: str | None = Field(default=None, description="Free text for the operator.")
+    profile: str | None = Field(
+        default=None,
+        description="Name of a BareMetalHostProfile in the same namespace: the disk layout, "
+        "kernel parameters and huge pages to deploy with. Checked against the inspected "
+        "hardware before provisioning.",
+    )
 
 
 class ProvisionStatus(RacksmithModel):
