@@ -100,6 +100,14 @@ WriteHook = Callable[[ResourceInfo, Key, Obj | None, Obj | None], Awaitable[None
 """Called after every committed write: (info, key, old, new); new None = deleted."""
 
 
+def _copy(obj: Any) -> Any:
+    """A deep copy of JSON data (much faster than copy.deepcopy)."""
+    try:
+        return orjson.loads(orjson.dumps(obj))
+    except (TypeError, orjson.JSONEncodeError):
+        return copy.deepcopy(obj)
+
+
 def _name(obj: Obj) -> str:
     return str(obj.get("metadata", {}).get("name") or "")
 
@@ -312,7 +320,7 @@ class ResourceService:
 
     async def create(self, info: ResourceInfo, namespace: str, body: Any,
                      opts: WriteOptions) -> WriteResult:
-        obj = self._check_identity(info, copy.deepcopy(body), namespace, None)
+        obj = self._check_identity(info, _copy(body), namespace, None)
         if obj["metadata"].get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be "
                                      "created")
@@ -339,14 +347,14 @@ class ResourceService:
             stored = await self.store.create(key, to_storage(info, obj))
         except AlreadyExistsError:
             raise errors.already_exists(info.plural, key.name, group=info.group) from None
-        await self._run_hooks(info, key, None, copy.deepcopy(stored))
+        await self._run_hooks(info, key, None, _copy(stored))
         return WriteResult(self.present(info, stored), created=True, warnings=warnings)
 
     # ---- update ---------------------------------------------------------------
 
     async def update(self, info: ResourceInfo, namespace: str, name: str, body: Any,
                      opts: WriteOptions, *, subresource: str = "") -> WriteResult:
-        obj = self._check_identity(info, copy.deepcopy(body), namespace, name)
+        obj = self._check_identity(info, _copy(body), namespace, name)
         key = self.key(info, namespace, name)
         old = await self._get_raw(info, key)
         if old is None:
@@ -399,7 +407,7 @@ class ResourceService:
                                   group=info.group) from None
         except NotFoundError:
             raise errors.not_found(info.plural, key.name, group=info.group) from None
-        await self._run_hooks(info, key, old, copy.deepcopy(stored))
+        await self._run_hooks(info, key, old, _copy(stored))
         return WriteResult(self.present(info, stored), warnings=warnings)
 
     @staticmethod
@@ -445,7 +453,7 @@ class ResourceService:
 
     def _patched(self, info: ResourceInfo, old: Obj, content_type: str, patch: Any,
                  opts: WriteOptions, subresource: str) -> Obj:
-        target = copy.deepcopy(old)
+        target = _copy(old)
         try:
             if content_type == PATCH_MERGE:
                 return patching.json_merge_patch(target, patch)

@@ -43,9 +43,10 @@ class Racksmith:
     _client: Any = None
     _manager_task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _server_started: bool = False
 
     def ready(self) -> bool:
-        if self.server is None:
+        if self.server is None or not self._server_started:
             return False
         if not self.with_controllers:
             return True
@@ -62,6 +63,7 @@ class Racksmith:
                             insecure_http=s.insecure_http),
             ready=self.ready, metrics=self._metrics)
         await self.server.start(bootstrap=all_crds())
+        self._server_started = True
         self.on_step(f"API server on {self.server.url}")
         if s.apply:
             self.on_step(f"applying {len(s.apply)} manifest path(s)")

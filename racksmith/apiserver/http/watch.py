@@ -166,10 +166,26 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                 known.add(ident)
             out = _filter(item, matches, matched) if selective else item.type.value
             last_rv = item.rv
-            if out is None:
-                continue
-            if not await send(render(out, item.obj)):
+            chunk = [render(out, item.obj)] if out is not None else []
+            # Coalesce what is already queued into one write (one TLS record).
+            pending: WatchEvent | BaseException | None = None
+            while len(chunk) < 256 and not queue.empty():
+                nxt = queue.get_nowait()
+                if not isinstance(nxt, WatchEvent):
+                    pending = nxt
+                    break
+                nident = (nxt.key.namespace, nxt.key.name)
+                if selective and not known_all and nident not in known:
+                    pending = nxt
+                    break
+                nout = _filter(nxt, matches, matched) if selective else nxt.type.value
+                last_rv = nxt.rv
+                if nout is not None:
+                    chunk.append(render(nout, nxt.obj))
+            if chunk and not await send(b"".join(chunk)):
                 break
+            if pending is not None:
+                await _push_front(queue, pending)
     finally:
         pump_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -177,6 +193,16 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     with contextlib.suppress(ConnectionError, RuntimeError):
         await resp.write_eof()
     return resp
+
+
+async def _push_front(queue: asyncio.Queue[Any], item: Any) -> None:
+    """Put ``item`` back at the head of ``queue`` (only the writer reads it)."""
+    rest = []
+    while not queue.empty():
+        rest.append(queue.get_nowait())
+    await queue.put(item)
+    for other in rest:
+        await queue.put(other)
 
 
 def _safe_rv(service: ResourceService, queue: asyncio.Queue[Any]) -> int:
