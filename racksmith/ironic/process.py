@@ -1,0 +1,284 @@
+"""Run one standalone Ironic process and keep it running.
+
+Owns :class:`IronicProcess`: writes ironic.conf (rendered by
+:mod:`racksmith.ironic.config`), creates or upgrades the SQLite schema with
+``ironic-dbsync``, starts the single ``ironic`` process (API + conductor) in
+its own process group with its output in ``DATA/ironic/ironic.log``, waits
+until ``GET /v1/drivers`` lists drivers, restarts it with backoff when it
+dies, and stops the whole group (SIGTERM, then SIGKILL) on :meth:`stop`.
+
+Ironic lives in its own virtualenv (``<repo>/.ironic-venv``, made by
+``make install``): its dependency pins clash with ours, so we only ever run
+its executables. The bin directory is ``bin_dir``, else
+``$RACKSMITH_IRONIC_BIN``, else ``<repo>/.ironic-venv/bin``.
+
+Used by the app's composition root, the emulated datacenter and the tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import structlog
+
+from racksmith.ironic.config import IronicSettings, render_config
+
+BIN_ENV = "RACKSMITH_IRONIC_BIN"
+API_VERSION_HEADER = "X-OpenStack-Ironic-API-Version"
+
+
+class IronicStartError(Exception):
+    """Ironic could not be set up or did not become ready (see its log)."""
+
+
+def default_bin_dir() -> Path:
+    """Where the Ironic executables are (see the module docstring)."""
+    env = os.environ.get(BIN_ENV)
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parents[2]
+    return repo / ".ironic-venv" / "bin"
+
+
+class IronicProcess:
+    """One supervised Ironic. ``await start()`` … ``await stop()``.
+
+    ``restart_backoff`` is the first delay before restarting a dead Ironic;
+    it doubles per consecutive failure up to ``max_backoff``.
+    """
+
+    def __init__(
+        self,
+        settings: IronicSettings,
+        bin_dir: Path | None = None,
+        *,
+        supervise: bool = True,
+        restart_backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        ready_timeout: float = 60.0,
+        logger: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.bin_dir = Path(bin_dir) if bin_dir is not None else default_bin_dir()
+        self._supervise = supervise
+        self._restart_backoff = restart_backoff
+        self._max_backoff = max_backoff
+        self._ready_timeout = ready_timeout
+        self._log = logger if logger is not None else structlog.get_logger("racksmith.ironic")
+        self._proc: asyncio.subprocess.Process | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.restarts = 0
+        """How many times the supervisor restarted Ironic."""
+        self._restarted = asyncio.Event()
+
+    # --- public API -------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """Ironic's API base URL (e.g. ``http://127.0.0.1:6385``)."""
+        return self.settings.url
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the running Ironic (also its process group id)."""
+        if self._proc is None or self._proc.returncode is not None:
+            return None
+        return self._proc.pid
+
+    @property
+    def log_file(self) -> Path:
+        return self.settings.log_file
+
+    def is_running(self) -> bool:
+        return self.pid is not None
+
+    async def start(self) -> None:
+        """Prepare the data dir and database, start Ironic, wait until ready,
+        then supervise it. Idempotent while running."""
+        if self.is_running():
+            return
+        self._stopping = False
+        self._prepare_files()
+        await self.sync_database()
+        await self._spawn()
+        try:
+            await self.wait_ready(self._ready_timeout)
+        except BaseException:
+            await self._kill_group(grace=5.0)
+            raise
+        if self._supervise and (self._supervisor is None or self._supervisor.done()):
+            self._supervisor = asyncio.create_task(self._supervise_loop(),
+                                                   name="ironic-supervisor")
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Wait until ``GET /v1/drivers`` returns a non-empty list.
+
+        Raises :class:`IronicStartError` if Ironic exits or ``timeout``
+        passes first.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=5)) as session:
+            while True:
+                if await self._drivers_listed(session):
+                    return
+                proc = self._proc
+                if proc is not None and proc.returncode is not None:
+                    raise IronicStartError(
+                        f"ironic exited with code {proc.returncode} before it was ready; "
+                        f"see {self.log_file}")
+                if loop.time() >= deadline:
+                    raise IronicStartError(
+                        f"ironic was not ready within {timeout:.0f}s; see {self.log_file}")
+                await asyncio.sleep(0.25)
+
+    async def is_ready(self) -> bool:
+        """One readiness probe (no waiting)."""
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            return await self._drivers_listed(session)
+
+    async def wait_restarted(self, timeout: float) -> None:
+        """Wait until the supervisor has restarted Ironic once more (tests)."""
+        await asyncio.wait_for(self._restarted.wait(), timeout)
+        self._restarted.clear()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop supervising, SIGTERM Ironic's process group, SIGKILL it after
+        ``grace`` seconds. Idempotent."""
+        self._stopping = True
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+            self._supervisor = None
+        await self._kill_group(grace=grace)
+
+    async def sync_database(self) -> None:
+        """Create the schema on first use; upgrade an existing one."""
+        command = "upgrade" if _has_schema(self.settings.database_file) else "create_schema"
+        dbsync = self.bin_dir / "ironic-dbsync"
+        with self.log_file.open("ab") as log:
+            proc = await asyncio.create_subprocess_exec(
+                str(dbsync), "--config-file", str(self.settings.config_file), command,
+                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True)
+            rc = await proc.wait()
+        if rc != 0:
+            raise IronicStartError(
+                f"ironic-dbsync {command} failed with code {rc}; see {self.log_file}")
+        self._log.info("ironic database ready", command=command)
+
+    # --- internals --------------------------------------------------------
+
+    def _prepare_files(self) -> None:
+        executable = self.bin_dir / "ironic"
+        if not executable.exists():
+            raise IronicStartError(
+                f"{executable} not found: run `make install` or set {BIN_ENV}")
+        for directory in self.settings.scratch_dirs():
+            directory.mkdir(parents=True, exist_ok=True)
+        self.settings.config_file.write_text(render_config(self.settings))
+
+    async def _spawn(self) -> None:
+        with self.log_file.open("ab") as log:
+            self._proc = await asyncio.create_subprocess_exec(
+                str(self.bin_dir / "ironic"), "--config-file", str(self.settings.config_file),
+                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
+                # Its own session, hence its own process group: Ironic forks a
+                # worker, and stop() must reach both.
+                start_new_session=True,
+                env=_child_env())
+        self._log.info("ironic started", pid=self._proc.pid, url=self.url)
+
+    async def _drivers_listed(self, session: aiohttp.ClientSession) -> bool:
+        try:
+            async with session.get(f"{self.url}/v1/drivers",
+                                   headers={API_VERSION_HEADER: "1.1"}) as resp:
+                if resp.status != 200:
+                    return False
+                body = await resp.json()
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            return False
+        return bool(isinstance(body, dict) and body.get("drivers"))
+
+    async def _kill_group(self, grace: float) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        pgid = proc.pid
+        _signal_group(pgid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), grace)
+        except TimeoutError:
+            self._log.warning("ironic did not stop in time, killing it", pid=pgid)
+        # The forked worker may outlive its parent: always finish the group.
+        _signal_group(pgid, signal.SIGKILL)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), grace)
+        if proc.returncode is not None:
+            self._log.info("ironic stopped", pid=pgid, returncode=proc.returncode)
+
+    async def _supervise_loop(self) -> None:
+        delay = self._restart_backoff
+        while not self._stopping:
+            proc = self._proc
+            if proc is None:
+                return
+            rc = await proc.wait()
+            if self._stopping:
+                return
+            # Leftover workers would keep the port bound.
+            _signal_group(proc.pid, signal.SIGKILL)
+            self._log.warning("ironic exited unexpectedly, restarting",
+                              pid=proc.pid, returncode=rc, backoff_seconds=delay)
+            await asyncio.sleep(delay)
+            if self._stopping:
+                return
+            try:
+                await self._spawn()
+                await self.wait_ready(self._ready_timeout)
+            except (IronicStartError, OSError) as exc:
+                self._log.error("ironic restart failed", error=str(exc))
+                delay = min(delay * 2, self._max_backoff)
+                if self._proc is not None and self._proc.returncode is None:
+                    await self._kill_group(grace=5.0)
+                continue
+            delay = self._restart_backoff
+            self.restarts += 1
+            self._restarted.set()
+            self._log.info("ironic restarted", pid=self.pid, restarts=self.restarts)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _has_schema(database: Path) -> bool:
+    """True if the SQLite file exists and already holds Ironic's tables."""
+    if not database.exists() or database.stat().st_size == 0:
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            row = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='alembic_version'"
+            ).fetchone()
+            return row is not None
+    except sqlite3.Error:
+        return False
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never let our proxy settings route Ironic's loopback traffic.
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env
