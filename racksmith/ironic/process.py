@@ -3,7 +3,8 @@
 Owns :class:`IronicProcess`: writes ironic.conf (rendered by
 :mod:`racksmith.ironic.config`), creates or upgrades the SQLite schema with
 ``ironic-dbsync``, starts the single ``ironic`` process (API + conductor) in
-its own process group with its output in ``DATA/ironic/ironic.log``, waits
+its own process group with its output in ``DATA/ironic/ironic.log`` and its
+process group id in ``DATA/ironic/ironic.pid``, waits
 until ``GET /v1/drivers`` lists drivers, restarts it with backoff when it
 dies, and stops the whole group (SIGTERM, then SIGKILL) on :meth:`stop`.
 
@@ -11,6 +12,13 @@ Ironic lives in its own virtualenv (``<repo>/.ironic-venv``, made by
 ``make install``): its dependency pins clash with ours, so we only ever run
 its executables. The bin directory is ``bin_dir``, else
 ``$RACKSMITH_IRONIC_BIN``, else ``<repo>/.ironic-venv/bin``.
+
+Ironic is a service of its own: if the process that started it dies (even
+by SIGKILL), Ironic keeps running and keeps deploying. The next
+:meth:`start` on the same data dir **adopts** a healthy Ironic found through
+the pid file instead of starting a second one (so in-flight deploys are never
+interrupted or repeated), and kills an unhealthy leftover before starting
+afresh.
 
 Used by the app's composition root, the emulated datacenter and the tests.
 """
@@ -73,6 +81,10 @@ class IronicProcess:
         self._ready_timeout = ready_timeout
         self._log = logger if logger is not None else structlog.get_logger("racksmith.ironic")
         self._proc: asyncio.subprocess.Process | None = None
+        self._adopted: int | None = None
+        """Process group id of an Ironic started by an earlier process."""
+        self.adopted = False
+        """True when start() adopted a running Ironic."""
         self._supervisor: asyncio.Task[None] | None = None
         self._stopping = False
         self.restarts = 0
@@ -89,9 +101,15 @@ class IronicProcess:
     @property
     def pid(self) -> int | None:
         """PID of the running Ironic (also its process group id)."""
+        if self._adopted is not None:
+            return self._adopted if _alive(self._adopted) else None
         if self._proc is None or self._proc.returncode is not None:
             return None
         return self._proc.pid
+
+    @property
+    def pid_file(self) -> Path:
+        return self.settings.ironic_dir / "ironic.pid"
 
     @property
     def log_file(self) -> Path:
@@ -106,6 +124,12 @@ class IronicProcess:
         if self.is_running():
             return
         self._stopping = False
+        if await self._adopt_leftover():
+            self.adopted = True
+            if self._supervise and (self._supervisor is None or self._supervisor.done()):
+                self._supervisor = asyncio.create_task(self._supervise_loop(),
+                                                       name="ironic-supervisor")
+            return
         self._prepare_files()
         await self.sync_database()
         await self._spawn()
@@ -179,6 +203,26 @@ class IronicProcess:
 
     # --- internals --------------------------------------------------------
 
+    async def _adopt_leftover(self) -> bool:
+        """Adopt a healthy Ironic left by an earlier process; kill a sick one."""
+        try:
+            pgid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return False
+        if not _alive(pgid):
+            return False
+        if await self.is_ready():
+            self._adopted = pgid
+            self._log.info("adopted the running ironic", pid=pgid, url=self.url)
+            return True
+        self._log.warning("killing an unhealthy leftover ironic", pid=pgid)
+        _signal_group(pgid, signal.SIGKILL)
+        for _ in range(50):
+            if not _alive(pgid):
+                break
+            await asyncio.sleep(0.1)
+        return False
+
     def _prepare_files(self) -> None:
         executable = self.bin_dir / "ironic"
         if not executable.exists():
@@ -197,6 +241,8 @@ class IronicProcess:
                 # worker, and stop() must reach both.
                 start_new_session=True,
                 env=_child_env())
+        self._adopted = None
+        self.pid_file.write_text(f"{self._proc.pid}\n")
         self._log.info("ironic started", pid=self._proc.pid, url=self.url)
 
     async def _drivers_listed(self, session: aiohttp.ClientSession) -> bool:
@@ -211,6 +257,16 @@ class IronicProcess:
         return bool(isinstance(body, dict) and body.get("drivers"))
 
     async def _kill_group(self, grace: float) -> None:
+        if self._adopted is not None:
+            pgid, self._adopted = self._adopted, None
+            _signal_group(pgid, signal.SIGTERM)
+            for _ in range(int(grace * 10)):
+                if not _alive(pgid):
+                    break
+                await asyncio.sleep(0.1)
+            _signal_group(pgid, signal.SIGKILL)
+            self._log.info("ironic stopped", pid=pgid)
+            return
         proc = self._proc
         if proc is None:
             return
@@ -230,16 +286,26 @@ class IronicProcess:
     async def _supervise_loop(self) -> None:
         delay = self._restart_backoff
         while not self._stopping:
-            proc = self._proc
-            if proc is None:
-                return
-            rc = await proc.wait()
+            if self._adopted is not None:
+                pgid: int = self._adopted
+                while _alive(pgid) and not self._stopping:  # noqa: ASYNC110 - polls a foreign pid
+                    await asyncio.sleep(1.0)
+                if self._stopping:
+                    return
+                rc: int | None = None
+                self._adopted = None
+            else:
+                proc = self._proc
+                if proc is None:
+                    return
+                rc = await proc.wait()
+                pgid = proc.pid
             if self._stopping:
                 return
             # Leftover workers would keep the port bound.
-            _signal_group(proc.pid, signal.SIGKILL)
+            _signal_group(pgid, signal.SIGKILL)
             self._log.warning("ironic exited unexpectedly, restarting",
-                              pid=proc.pid, returncode=rc, backoff_seconds=delay)
+                              pid=pgid, returncode=rc, backoff_seconds=delay)
             await asyncio.sleep(delay)
             if self._stopping:
                 return
@@ -261,6 +327,19 @@ class IronicProcess:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def _alive(pgid: int) -> bool:
+    """True if any process of the group ``pgid`` is still there (zombies aside)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        stat = Path(f"/proc/{pgid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _has_schema(database: Path) -> bool:

@@ -313,3 +313,24 @@ async def test_supervisor_restarts_killed_ironic_and_is_ready_follows(
             assert proc.pid is None
     finally:
         await proc.stop()
+
+
+async def test_a_second_start_adopts_a_running_ironic(tmp_path: Path) -> None:
+    """What happens after `racksmith up` was SIGKILLed: Ironic outlives it and
+    the next start adopts it (same pid) instead of starting another."""
+    settings = settings_for(tmp_path)
+    first = IronicProcess(settings, supervise=False)
+    await first.start()
+    second = IronicProcess(settings, restart_backoff=0.1)
+    try:
+        pid = first.pid
+        await second.start()
+        assert second.adopted and second.pid == pid
+        async with IronicClient(second.url) as c:
+            assert await IronicProvisioner(c, settings).is_ready()
+        await second.stop()
+        assert second.pid is None
+        assert first.pid is None or not await second.is_ready()
+    finally:
+        await second.stop()
+        await first.stop()
