@@ -36,7 +36,7 @@ debs:
 	fi
 
 up: install
-	$(BIN)/racksmith up --progress
+	$(BIN)/racksmith up --progress --emulate-hosts 4 --apply-emulated-hosts
 
 lint: install
 	$(BIN)/ruff check racksmith tests bench

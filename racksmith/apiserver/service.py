@@ -13,6 +13,7 @@ before the single store call that commits the change.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import builtins
 import copy
@@ -58,7 +59,7 @@ PATCH_APPLY = "application/apply-patch+yaml"
 PATCH_APPLY_CBOR = "application/apply-patch+cbor"
 PATCH_TYPES = (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC, PATCH_APPLY)
 
-MAX_PATCH_RETRIES = 8
+MAX_PATCH_RETRIES = 16
 
 
 @dataclass
@@ -119,6 +120,7 @@ class ResourceService:
         self.store = store
         self.hooks: list[WriteHook] = list(hooks or [])
         self.namespace_check = True
+        self._locks: dict[Key, asyncio.Lock] = {}
 
     # ---- keys and reads -------------------------------------------------------
 
@@ -425,6 +427,27 @@ class ResourceService:
         if content_type not in PATCH_TYPES:
             raise errors.unsupported_media_type(content_type)
         key = self.key(info, namespace, name)
+        lock = self._key_lock(key)
+        try:
+            async with lock:
+                return await self._patch_attempts(info, key, namespace, name, content_type,
+                                                  patch, opts, subresource)
+        finally:
+            if not lock.locked() and not getattr(lock, "_waiters", None) and \
+                    self._locks.get(key) is lock:
+                del self._locks[key]
+
+    def _key_lock(self, key: Key) -> asyncio.Lock:
+        """Patches of one object are serialised in this process, so they do not
+        race each other into conflicts (other writers are handled by retries)."""
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def _patch_attempts(self, info: ResourceInfo, key: Key, namespace: str, name: str,
+                              content_type: str, patch: Any, opts: WriteOptions,
+                              subresource: str) -> WriteResult:
         for _attempt in range(MAX_PATCH_RETRIES):
             raw = await self._get_raw(info, key)
             if raw is None:
@@ -432,11 +455,14 @@ class ResourceService:
                     return await self._apply_create(info, namespace, name, patch, opts)
                 raise errors.not_found(info.plural, name, group=info.group)
             old = self.present(info, raw)
+            old_rv = old["metadata"].get("resourceVersion")
             new = self._patched(info, old, content_type, patch, opts, subresource)
+            # A patch that sets metadata.resourceVersion is a precondition;
+            # otherwise the merged object carries the current one.
             want_rv = (new.get("metadata") or {}).get("resourceVersion") if isinstance(
-                new, dict) else None
+                new, dict) and isinstance(new.get("metadata"), dict) else None
             new = self._check_identity(info, new, namespace, name)
-            if want_rv and str(want_rv) != old["metadata"].get("resourceVersion"):
+            if want_rv and str(want_rv) != old_rv:
                 raise errors.conflict(info.plural, name, "the object has been modified; please "
                                       "apply your changes to the latest version and try again",
                                       group=info.group)
@@ -445,7 +471,10 @@ class ResourceService:
                     info, key, old, new, opts, subresource=subresource,
                     skip_managed=content_type == PATCH_APPLY)
             except ApiError as exc:
-                if exc.code == 409 and exc.reason == "Conflict" and not want_rv:
+                # Lost a race with another writer: re-read and re-apply. A
+                # patch that pinned the old resourceVersion fails above.
+                if exc.code == 409 and exc.reason == "Conflict" and \
+                        exc.message.endswith("try again"):
                     continue
                 raise
         raise errors.conflict(info.plural, name, "too many concurrent updates; try again",

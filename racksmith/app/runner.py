@@ -18,11 +18,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.manifests import load_manifests
+from racksmith.app.services import (
+    EmulatorService,
+    IronicProcess,
+    StaticHTTP,
+    ironic_settings,
+    stable_ports,
+)
 from racksmith.app.settings import Settings
 from racksmith.controllers import all_controllers
+from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
+from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
 
@@ -41,6 +52,11 @@ class Racksmith:
     server: ApiServer | None = None
     manager: Manager | None = None
     _client: Any = None
+    ironic: IronicProcess | None = None
+    emulator: EmulatorService | None = None
+    _http: StaticHTTP | None = None
+    _ironic_client: IronicClient | None = None
+    provisioner: IronicProvisioner | None = None
     _manager_task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _server_started: bool = False
@@ -65,17 +81,24 @@ class Racksmith:
         await self.server.start(bootstrap=all_crds())
         self._server_started = True
         self.on_step(f"API server on {self.server.url}")
-        if s.apply:
-            self.on_step(f"applying {len(s.apply)} manifest path(s)")
-            for obj in load_manifests(s.apply):
+        if s.with_ironic and self.with_controllers:
+            await self._start_provisioning()
+        manifests = list(s.apply)
+        if self.emulator is not None and s.apply_emulated_hosts:
+            manifests.append(self.emulator.manifest_path)
+        if manifests:
+            self.on_step(f"applying {len(manifests)} manifest path(s)")
+            for obj in load_manifests(manifests):
                 await self.server.apply(obj, manager="racksmith-apply")
         if self.with_controllers:
             self.on_step("starting controllers")
             self._client = await api_client_from_kubeconfig(self.server.kubeconfig_path)
-            controllers = all_controllers(self._client, workers=s.controller_workers)
+            registry = CollectorRegistry()
+            controllers = all_controllers(self._client, workers=s.controller_workers,
+                                          provisioner=self.provisioner, registry=registry)
             self.manager = Manager(self._client, controllers,
                                    leader_election=s.leader_election,
-                                   lease_namespace="kube-system")
+                                   lease_namespace="kube-system", registry=registry)
             self._manager_task = asyncio.create_task(self.manager.run(), name="manager")
             for _ in range(600):
                 if self.manager.ready or self._manager_task.done():
@@ -85,6 +108,38 @@ class Racksmith:
                 self._manager_task.result()
         self.on_step("ready")
 
+    async def _start_provisioning(self) -> None:
+        """Ironic (started here or given), its HTTP root, the provisioner and,
+        with --emulate-hosts, the virtual datacenter."""
+        s = self.settings
+        if s.ironic_url:
+            url = s.ironic_url
+            settings = ironic_settings(s.data_dir, 0, "", s.data_dir / "ironic" / "http", None)
+        else:
+            ports = stable_ports(s.data_dir, {"ironic": s.ironic_port})
+            url = f"http://127.0.0.1:{ports['ironic']}"
+            if s.emulate_hosts:
+                self.on_step(f"starting the virtual datacenter ({s.emulate_hosts} hosts)")
+                self.emulator = EmulatorService(s.data_dir, s.emulate_hosts, url)
+                http_url, http_root = self.emulator.dc.http_url, self.emulator.dc.http_root
+                deploy_iso: str | None = self.emulator.dc.deploy_iso_url
+            else:
+                http_port = stable_ports(s.data_dir, {"http": 0})["http"]
+                self._http = StaticHTTP(s.data_dir / "ironic" / "http", http_port)
+                await self._http.start()
+                http_url, http_root, deploy_iso = self._http.url, self._http.root, None
+            settings = ironic_settings(s.data_dir, ports["ironic"], http_url, http_root,
+                                       deploy_iso)
+            self.on_step(f"starting Ironic on {url}")
+            self.ironic = IronicProcess(settings)
+            await self.ironic.start()
+            if self.emulator is not None:
+                await self.emulator.start()
+                self.on_step(f"emulated hosts: kubectl apply -f {self.emulator.manifest_path}")
+        self._ironic_client = IronicClient(url)
+        await self._ironic_client.__aenter__()
+        self.provisioner = IronicProvisioner(self._ironic_client, settings)
+
     async def stop(self) -> None:
         if self.manager is not None:
             await self.manager.stop()
@@ -93,6 +148,14 @@ class Racksmith:
                 await asyncio.wait_for(self._manager_task, 30)
         if self._client is not None:
             await self._client.close()
+        if self._ironic_client is not None:
+            await self._ironic_client.__aexit__(None, None, None)
+        if self.ironic is not None:
+            await self.ironic.stop()
+        if self.emulator is not None:
+            await self.emulator.stop()
+        if self._http is not None:
+            await self._http.stop()
         if self.server is not None:
             await self.server.stop()
 

@@ -25,6 +25,14 @@ class Settings:
     port: int = 6443
     insecure_http: bool = False
     emulate_hosts: int = 0
+    apply_emulated_hosts: bool = False
+    """Apply DIR/emulated-hosts.yaml after start (the demo)."""
+    ironic_url: str | None = None
+    """An existing Ironic to use instead of starting one."""
+    ironic_port: int = 6385
+    """Port of the Ironic racksmith up starts (0: pick one, then keep it)."""
+    with_ironic: bool = True
+    """Start (or use) Ironic and the BareMetalHost controller."""
     apply: list[Path] = field(default_factory=list)
     leader_election: bool = True
     controller_workers: int = 4

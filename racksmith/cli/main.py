@@ -68,7 +68,15 @@ def up(
                                   "else ~/.local/share/racksmith)."),
     port: int = typer.Option(6443, help="API server port on 127.0.0.1 (0 picks one)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    emulate_hosts: int = typer.Option(0, help="Start a virtual datacenter of N hosts."),
+    emulate_hosts: int = typer.Option(0, help="Start a virtual datacenter of N hosts and "
+                                      "write DIR/emulated-hosts.yaml."),
+    apply_emulated_hosts: bool = typer.Option(False, help="Also apply the emulated hosts "
+                                              "(the demo)."),
+    ironic_url: str = typer.Option(None, help="Use this Ironic instead of starting one."),
+    ironic_port: int = typer.Option(6385, help="Port of the Ironic started here (0 picks "
+                                    "one and keeps it)."),
+    no_ironic: bool = typer.Option(False, "--no-ironic", help="Run without Ironic and the "
+                                   "BareMetalHost controller."),
     apply: list[Path] = typer.Option([], help="Manifests (files or directories) to apply "
                                      "after start; repeatable."),
     insecure_http: bool = typer.Option(False, help="Plain http, anonymous access (tests "
@@ -79,14 +87,17 @@ def up(
     log_level: str = typer.Option("info", help="Log level."),
     log_format: str = typer.Option("console", help="console or json."),
 ) -> None:
-    """Start the API server and every controller in the foreground."""
-    if emulate_hosts:
-        raise typer.BadParameter(
-            "the virtual datacenter (Ironic + Redfish emulation) is not in this release yet; "
-            "see docs/roadmap.md", param_hint="--emulate-hosts")
+    """Start the API server, Ironic and every controller in the foreground."""
+    if emulate_hosts < 0:
+        raise typer.BadParameter("must be 0 or more", param_hint="--emulate-hosts")
+    if emulate_hosts and (no_ironic or ironic_url):
+        raise typer.BadParameter("the virtual datacenter needs the Ironic racksmith up "
+                                 "starts", param_hint="--emulate-hosts")
     _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, emulate_hosts=emulate_hosts,
+                        apply_emulated_hosts=apply_emulated_hosts, ironic_url=ironic_url,
+                        ironic_port=ironic_port, with_ironic=not no_ironic,
                         apply=list(apply), leader_election=leader_election,
                         log_level=log_level)
     _run(Racksmith(settings), progress)
@@ -104,8 +115,26 @@ def apiserver(
     """Run the embedded API server alone (no controllers)."""
     _logging(log_level)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
-                        insecure_http=insecure_http, log_level=log_level)
+                        insecure_http=insecure_http, log_level=log_level, with_ironic=False)
     _run(Racksmith(settings, with_controllers=False), False)
+
+
+@app.command()
+def emulator(
+    data_dir: Path = typer.Option(..., help="State directory (shared with racksmith up)."),
+    count: int = typer.Option(..., help="Number of emulated hosts."),
+    ironic_url: str = typer.Option(..., help="Ironic's URL (for the ramdisk agent)."),
+    redfish_port: int = typer.Option(0, help="Redfish emulator port."),
+    agent_port: int = typer.Option(0, help="Ramdisk agent port."),
+    http_port: int = typer.Option(0, help="Image/ISO HTTP server port."),
+    log_level: str = typer.Option("info", help="Log level."),
+) -> None:
+    """Run the virtual datacenter in the foreground (racksmith up starts it)."""
+    from racksmith.cli.emulator import run_emulator
+
+    _logging(log_level)
+    asyncio.run(run_emulator(data_dir, count, ironic_url, redfish_port=redfish_port,
+                             agent_port=agent_port, http_port=http_port))
 
 
 @app.command()

@@ -183,8 +183,18 @@ def storage_config(
 _SYSTEM_PATH = re.compile(r"^/redfish/v1/Systems/([^/]+)(/.*)?$")
 
 
+_MANAGER_PATH = re.compile(r"^/redfish/v1/Managers/[^/]+$")
+BMC_FIRMWARE_VERSION = "6.10.30.00"
+
+
 def enrich_response(path: str, body: dict[str, Any], systems: dict[str, dict[str, Any]]) -> bool:
     """Add declared vendor details to a rendered resource; True if changed."""
+    if _MANAGER_PATH.match(path.rstrip("/")):
+        # sushy-tools reports every BMC as firmware "1.00"; Ironic refuses
+        # virtual media on a Dell whose iDRAC is not 6.x/7.x, so report a
+        # current iDRAC9 firmware (harmless for the other vendors).
+        body["FirmwareVersion"] = BMC_FIRMWARE_VERSION
+        return True
     m = _SYSTEM_PATH.match(path.rstrip("/"))
     if not m:
         return False

@@ -213,6 +213,11 @@ class IronicProvisioner:
         if state == st.MANAGEABLE and (force or not inspected):
             return InspectResult(await self._provision_action(
                 name, "inspect", ErrorKind.INSPECTION))
+        if state == st.AVAILABLE and force:
+            # Re-inspection runs from manageable only: go there first; the
+            # controller keeps asking with force until the call says wait.
+            return InspectResult(await self._provision_action(
+                name, "manage", ErrorKind.INSPECTION))
         if not inspected:
             if state == st.AVAILABLE:  # inspection runs from manageable only
                 return InspectResult(await self._provision_action(

@@ -51,7 +51,7 @@ def test_up_serves_applies_and_stops_cleanly(tmp_path: Path, stop_signal: int) -
     manifests.mkdir()
     (manifests / "demo.yaml").write_text(MANIFEST)
     server = start_server(tmp_path / "data", command="up",
-                          extra=["--apply", str(manifests)])
+                          extra=["--apply", str(manifests), "--no-ironic"])
     try:
         assert server.url.startswith("https://127.0.0.1:")
         assert _get(server, "/readyz")[0] == 200

@@ -282,3 +282,18 @@ async def test_crd_deletion_removes_its_objects_and_stops_serving(
         assert (await c.post(crds, crd))[0] == 201
         code, listed = await c.get(path)
         assert code == 200 and listed["items"] == []
+
+
+async def test_concurrent_merge_patches_without_resource_version_all_apply(
+        api_server: ApiServer) -> None:
+    async with raw_client(api_server) as c:
+        await c.post(CM, cm("busy"))
+        results = await asyncio.gather(*[
+            c.patch(f"{CM}/busy", {"metadata": {"labels": {f"k{i}": "v"}}}) for i in range(20)])
+        assert all(code == 200 for code, _ in results), [b for code, b in results if code != 200]
+        _, got = await c.get(f"{CM}/busy")
+        assert set(got["metadata"]["labels"]) == {f"k{i}" for i in range(20)}
+        # a patch pinned to a stale resourceVersion is still refused
+        code, _ = await c.patch(f"{CM}/busy", {"metadata": {"resourceVersion": "1",
+                                                              "labels": {"late": "x"}}})
+        assert code == 409

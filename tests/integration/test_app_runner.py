@@ -55,7 +55,8 @@ async def test_racksmith_starts_applies_serves_and_stops(tmp_path: Path) -> None
     (manifests / "objects.yaml").write_text(MANIFEST)
     steps: list[str] = []
     app = Racksmith(
-        Settings(data_dir=tmp_path / "data", port=0, apply=[manifests], controller_workers=1),
+        Settings(data_dir=tmp_path / "data", port=0, apply=[manifests], controller_workers=1,
+                 with_ironic=False),
         on_step=steps.append,
     )
     assert not app.ready()
@@ -118,7 +119,7 @@ async def test_racksmith_restart_on_the_same_data_dir_is_idempotent(tmp_path: Pa
     conflict), takes the Lease the first run released, and is ready again."""
     manifest = tmp_path / "objects.yaml"
     manifest.write_text(MANIFEST)
-    settings = Settings(data_dir=tmp_path / "data", port=0, apply=[manifest])
+    settings = Settings(data_dir=tmp_path / "data", port=0, apply=[manifest], with_ironic=False)
     identities = []
     for _ in range(2):
         app = Racksmith(settings)

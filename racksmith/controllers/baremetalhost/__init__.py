@@ -1,0 +1,27 @@
+"""The BareMetalHost controller: Metal3's life cycle over a Provisioner.
+
+Modules: ``states`` (the transition table and its diagram), ``handlers*``
+(one per state; they propose), ``committer`` (applies, logs, counts,
+emits Events), ``controller`` (reconciler and runtime wiring), ``kube``
+(the only API access), ``annotations``, ``settings``, ``calls`` (the
+budgeted provisioner), ``provisioning`` (profile rendering and requests).
+"""
+
+from racksmith.controllers.baremetalhost.annotations import FINALIZER
+from racksmith.controllers.baremetalhost.controller import (
+    CONTROLLER_NAME,
+    BareMetalHostReconciler,
+    baremetalhost_controller,
+)
+from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
+from racksmith.controllers.baremetalhost.states import TRANSITIONS, render_mermaid
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "FINALIZER",
+    "TRANSITIONS",
+    "BareMetalHostReconciler",
+    "BareMetalHostSettings",
+    "baremetalhost_controller",
+    "render_mermaid",
+]

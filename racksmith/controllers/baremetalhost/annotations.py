@@ -1,0 +1,51 @@
+"""Annotations and the finalizer the BareMetalHost controller honours.
+
+Owns the names (Metal3's, under Racksmith's group) and the predicates over
+a host's annotations. Users set them with ``kubectl annotate``:
+
+- ``baremetalhost.metal.racksmith.io/paused``: do nothing at all;
+- ``baremetalhost.metal.racksmith.io/detached``: release the host from the
+  backend without touching the server (power and disks untouched);
+- ``reboot.metal.racksmith.io`` (or ``reboot.metal.racksmith.io/<who>``):
+  power-cycle once, then the annotation is removed;
+- ``inspect.metal.racksmith.io``: re-inspect an available host (removed once
+  the backend accepts it); the value ``disabled`` skips inspection at
+  registration.
+
+The controller writes ``baremetalhost.metal.racksmith.io/rendered-layout``
+(the disk layout of the profile, as deployed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+GROUP_PREFIX = "baremetalhost.metal.racksmith.io"
+PAUSED = f"{GROUP_PREFIX}/paused"
+DETACHED = f"{GROUP_PREFIX}/detached"
+RENDERED_LAYOUT = f"{GROUP_PREFIX}/rendered-layout"
+REBOOT = "reboot.metal.racksmith.io"
+INSPECT = "inspect.metal.racksmith.io"
+INSPECT_DISABLED = "disabled"
+FINALIZER = "metal.racksmith.io/baremetalhost"
+
+
+def is_paused(annotations: Mapping[str, str]) -> bool:
+    return PAUSED in annotations
+
+
+def is_detached(annotations: Mapping[str, str]) -> bool:
+    return DETACHED in annotations
+
+
+def reboot_keys(annotations: Mapping[str, str]) -> list[str]:
+    """The reboot annotations present (all are removed by one power cycle)."""
+    return sorted(k for k in annotations if k == REBOOT or k.startswith(REBOOT + "/"))
+
+
+def is_inspection_disabled(annotations: Mapping[str, str]) -> bool:
+    return annotations.get(INSPECT) == INSPECT_DISABLED
+
+
+def is_inspection_requested(annotations: Mapping[str, str]) -> bool:
+    return INSPECT in annotations and annotations[INSPECT] != INSPECT_DISABLED

@@ -1,0 +1,253 @@
+"""The BareMetalHost controller: reconciler and runtime wiring.
+
+Owns ``BareMetalHostReconciler`` (read the host and what it references,
+ask the state's handler for a proposal, hand it to the committer) and
+``baremetalhost_controller``, which builds the runtime ``Controller`` with
+a list+watch of BareMetalHosts plus secondary watches of Secrets and
+BareMetalHostProfiles mapped to the hosts that reference them. Talks to the
+API only through kubernetes_asyncio (``kube``) and to servers only through
+the ``Provisioner`` it is given.
+
+Per reconcile: gone → forget; paused → nothing; no finalizer → add it first;
+then the handler. A ``BackendUnavailable`` from the provisioner is not a host
+error: the host keeps its state, gets ``BackendReachable`` False (and an
+Event) and is retried with a capped back-off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random as _random
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+import yaml
+from prometheus_client import CollectorRegistry
+
+from racksmith.controllers.baremetalhost import annotations as ann
+from racksmith.controllers.baremetalhost.calls import BudgetExhausted, CallBudget, HostCalls
+from racksmith.controllers.baremetalhost.committer import Committer
+from racksmith.controllers.baremetalhost.context import (
+    ConfigDrive,
+    Credentials,
+    HostContext,
+    ProfileLookup,
+)
+from racksmith.controllers.baremetalhost.handlers import decide
+from racksmith.controllers.baremetalhost.index import ReferenceIndex
+from racksmith.controllers.baremetalhost.kube import HOSTS, PROFILES, SECRETS, Conflict, Kube
+from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
+from racksmith.controllers.baremetalhost.proposal import ConditionSpec, Proposal
+from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
+from racksmith.controllers.baremetalhost.status import BACKEND_REACHABLE
+from racksmith.kinds.common import ConditionStatus, SecretReference
+from racksmith.kinds.hostprofile import BareMetalHostProfile
+from racksmith.kinds.metal import BareMetalHost
+from racksmith.kinds.metal import ProvisioningState as S
+from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdentity, Provisioner
+from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.queue import Backoff
+from racksmith.runtime.result import Done, RequeueAfter, Result
+from racksmith.runtime.source import KubeSource
+
+CONTROLLER_NAME = "baremetalhost"
+_PROFILE_STATES = (S.AVAILABLE, S.PROVISIONING)
+
+
+class BareMetalHostReconciler:
+    """Reconciles one BareMetalHost per call (see the module docstring)."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        provisioner: Provisioner,
+        clock: Clock | None = None,
+        *,
+        settings: BareMetalHostSettings | None = None,
+        metrics: BareMetalHostMetrics | None = None,
+        logger: Any = None,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.settings = settings or BareMetalHostSettings()
+        self.metrics = metrics or BareMetalHostMetrics()
+        self.provisioner = provisioner
+        self.kube = Kube(api_client)
+        self.index = ReferenceIndex()
+        self.budget = CallBudget(self.clock, self.settings.calls_per_minute)
+        self._backend_backoff: Backoff[ObjectKey] = Backoff(
+            base=self.settings.backend_retry_base, cap=self.settings.backend_retry_cap,
+            jitter=self.settings.jitter, random=random,
+        )
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.controllers.baremetalhost")
+        self.committer = Committer(self.kube, self.clock, self.settings, self.metrics, random)
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        raw = await self.kube.get_host(key)
+        if raw is None:
+            self.index.forget(key)
+            self.budget.forget(key)
+            self._backend_backoff.forget(key)
+            return Done()
+        host = BareMetalHost.model_validate(raw)
+        self.index.record(key, host)
+        annotations = host.metadata.annotations
+        deleting = host.metadata.deletion_timestamp is not None
+        finalizers = host.metadata.finalizers
+        state = host.status.provisioning.state if host.status and host.status.provisioning \
+            else None
+        log = self.log.bind(kind="BareMetalHost", namespace=key.namespace, name=key.name,
+                            state=state.value if state else "")
+        if ann.is_paused(annotations):
+            log.debug("paused, nothing done")
+            return Done()
+        if deleting and ann.FINALIZER not in finalizers:
+            return Done()
+        ctx = await self._context(key, host)
+        committer = self.committer
+        if not deleting and ann.FINALIZER not in finalizers:
+            # Protect the host before the backend learns about it.
+            with contextlib.suppress(Conflict):
+                await committer.commit(ctx, raw, Proposal(add_finalizer=True), log)
+            return RequeueAfter(0.0)
+        try:
+            proposal = await decide(ctx)
+        except BudgetExhausted as exc:
+            log.info("provisioner call budget exhausted", retry_in=round(exc.retry_after, 3))
+            return RequeueAfter(exc.retry_after)
+        except BackendUnavailable as exc:
+            proposal = self._unreachable(key, ctx, str(exc))
+        else:
+            self._backend_backoff.forget(key)
+        try:
+            return await committer.commit(ctx, raw, proposal, log)
+        except Conflict:
+            # Someone else wrote the host meanwhile (a user, a deletion): the
+            # proposal is dropped and worked out again from a fresh read.
+            log.debug("conflicting write, reconciling again")
+            return RequeueAfter(0.0)
+
+    def _unreachable(self, key: ObjectKey, ctx: HostContext, error: str) -> Proposal:
+        waiting = " (the deletion waits for it)" if ctx.deleting else ""
+        message = ctx.redact(f"the provisioning backend is unreachable{waiting}: {error}")
+        return Proposal(
+            conditions=[ConditionSpec(BACKEND_REACHABLE, ConditionStatus.FALSE,
+                                      "BackendUnavailable", message)],
+            requeue_after=max(self.settings.poll_floor,
+                              self._backend_backoff.next_delay(key)),
+        )
+
+    async def _context(self, key: ObjectKey, host: BareMetalHost) -> HostContext:
+        identity = HostIdentity(key.namespace, key.name, host.metadata.uid or "")
+        calls = HostCalls(self.provisioner, identity, key, self.budget, self.metrics)
+        ctx = HostContext(host=host, calls=calls, settings=self.settings)
+        ctx.credentials = await self._credentials(key, host)
+        if host.spec.profile and ctx.state in _PROFILE_STATES:
+            found = await self.kube.get_profile(key.namespace, host.spec.profile)
+            spec = BareMetalHostProfile.model_validate(found).spec if found else None
+            ctx.profile = ProfileLookup(host.spec.profile, spec, missing=found is None)
+        if ctx.state is S.PROVISIONING:
+            ctx.config_drive = await self._config_drive(key, host)
+        return ctx
+
+    async def _credentials(self, key: ObjectKey, host: BareMetalHost) -> Credentials:
+        bmc = host.spec.bmc
+        if bmc is None:
+            return Credentials(problem="no BMC details")
+        name = bmc.credentials_name
+        if "://" not in bmc.address:
+            return Credentials(name, problem=f"BMC address {bmc.address!r} has no scheme "
+                                             "(e.g. redfish://, ipmi://)")
+        secret = await self.kube.get_secret(key.namespace, name)
+        if secret is None:
+            return Credentials(name, problem=f"secret {name} not found")
+        missing = [k for k in ("username", "password") if not secret.data.get(k)]
+        if missing:
+            return Credentials(name, secret.resource_version,
+                               problem=f"secret {name} has no {' or '.join(missing)} key")
+        access = BMCAccess(
+            address=bmc.address,
+            username=secret.data["username"].decode("utf-8", "replace").strip(),
+            password=secret.data["password"].decode("utf-8", "replace").strip(),
+            disable_certificate_verification=bmc.disable_certificate_verification,
+            boot_mac_address=host.spec.boot_mac_address,
+            boot_mode=host.spec.boot_mode.value,
+        )
+        return Credentials(name, secret.resource_version, access)
+
+    async def _config_drive(self, key: ObjectKey, host: BareMetalHost) -> ConfigDrive:
+        values: dict[str, Any] = {}
+        for field, ref, parse in (
+            ("userData", host.spec.user_data, False),
+            ("networkData", host.spec.network_data, True),
+            ("metaData", host.spec.meta_data, True),
+        ):
+            if ref is None:
+                continue
+            value = await self._secret_value(key.namespace, ref, field)
+            if isinstance(value, _Problem):
+                return ConfigDrive(problem=value.message)
+            if parse:
+                try:
+                    loaded = yaml.safe_load(value)
+                except yaml.YAMLError:
+                    return ConfigDrive(problem=f"secret {ref.name}: {field} is not YAML/JSON")
+                if not isinstance(loaded, dict):
+                    return ConfigDrive(problem=f"secret {ref.name}: {field} is not a mapping")
+                values[field] = loaded
+            else:
+                values[field] = value
+        return ConfigDrive(values.get("userData"), values.get("networkData"),
+                           values.get("metaData"))
+
+    async def _secret_value(self, namespace: str, ref: SecretReference, field: str
+                            ) -> str | _Problem:
+        if ref.namespace not in (None, "", namespace):
+            return _Problem(f"secret {ref.namespace}/{ref.name} is in another namespace")
+        secret = await self.kube.get_secret(namespace, ref.name)
+        if secret is None:
+            return _Problem(f"secret {ref.name} not found")
+        raw = secret.data.get(field) or secret.data.get("value")
+        if raw is None:
+            return _Problem(f"secret {ref.name} has no {field} (or value) key")
+        return raw.decode("utf-8", "replace")
+
+
+class _Problem:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def baremetalhost_controller(
+    api_client: Any,
+    provisioner: Provisioner,
+    *,
+    clock: Clock | None = None,
+    settings: BareMetalHostSettings | None = None,
+    workers: int = 4,
+    registry: CollectorRegistry | None = None,
+    namespace: str | None = None,
+    logger: Any = None,
+) -> Controller:
+    """The runtime Controller for BareMetalHosts (see the module docstring).
+
+    ``registry``: where the controller's own metrics go (pass the manager's).
+    ``namespace``: watch one namespace only (None: all).
+    """
+    clock = clock if clock is not None else SystemClock()
+    reconciler = BareMetalHostReconciler(
+        api_client, provisioner, clock, settings=settings,
+        metrics=BareMetalHostMetrics(registry), logger=logger,
+    )
+    sources = [
+        KubeSource(api_client, HOSTS, namespace=namespace, clock=clock),
+        KubeSource(api_client, SECRETS, namespace=namespace, clock=clock,
+                   mapper=reconciler.index.secret_keys),
+        KubeSource(api_client, PROFILES, namespace=namespace, clock=clock,
+                   mapper=reconciler.index.profile_keys),
+    ]
+    return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

@@ -1,0 +1,141 @@
+"""Handlers of the provisioning states: available, provisioning, provisioned,
+externally provisioned.
+
+Available hosts start a deploy once ``spec.image`` is set and the profile
+fits the inspected hardware (otherwise they stay available with
+``ProfileValid`` False); provisioned and externally provisioned hosts are
+adopted (idempotent) and powered as ``spec.online`` says. Dispatched by
+``handlers``; they only propose.
+"""
+
+from __future__ import annotations
+
+from racksmith.controllers.baremetalhost import annotations as ann
+from racksmith.controllers.baremetalhost.context import HostContext
+from racksmith.controllers.baremetalhost.handlers_setup import deletion
+from racksmith.controllers.baremetalhost.proposal import Proposal
+from racksmith.controllers.baremetalhost.provisioning import (
+    layout_json,
+    profile_condition,
+    provision_request,
+    render_profile,
+)
+from racksmith.controllers.baremetalhost.steps import (
+    ensure_registered,
+    failed,
+    manage_power,
+    waiting,
+)
+from racksmith.kinds.metal import ErrorType, Image
+from racksmith.kinds.metal import ProvisioningState as S
+from racksmith.planners.layout import RenderedLayout
+
+
+def _image_changed(ctx: HostContext) -> bool:
+    """The image to deploy differs from the one provisioned (or is gone)."""
+    recorded = ctx.status.provisioning.image if ctx.status.provisioning else None
+    return ctx.host.spec.image is None or ctx.host.spec.image != recorded
+
+
+async def handle_available(ctx: HostContext) -> Proposal:
+    """Adopt, re-inspect, start provisioning, or keep the power as asked."""
+    if ctx.deleting:
+        return deletion(ctx)
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    if ctx.host.spec.externally_provisioned:
+        result = await ctx.calls.adopt(provision_request(ctx, ctx.host.spec.image, None))
+        if result.error:
+            return failed(ctx, result, ErrorType.PROVISIONING)
+        if not result.done:
+            return waiting(ctx, result)
+        return proposal.merged(Proposal(next_state=S.EXTERNALLY_PROVISIONED, clear_error=True))
+    if ann.is_inspection_requested(ctx.annotations):
+        # The backend took the request once this call returns without an
+        # error: the annotation is consumed now, so it is never passed twice.
+        out = await ctx.calls.inspect(force=True)
+        if out.result.error:
+            return failed(ctx, out.result, ErrorType.INSPECTION)
+        return proposal.merged(Proposal(next_state=S.INSPECTING, clear_error=True,
+                                        remove_annotations=(ann.INSPECT,)))
+    image = ctx.host.spec.image
+    if image is not None:
+        rendered = render_profile(ctx)
+        if rendered is None:
+            return proposal.merged(_start(image, None))
+        condition = profile_condition(ctx, rendered)
+        if isinstance(rendered, RenderedLayout):
+            return proposal.merged(_start(image, rendered)).merged(
+                Proposal(conditions=[condition])
+            )
+        # Does not fit: stay available (and keep managing power) until it does.
+        power = await manage_power(ctx)
+        return proposal.merged(power).merged(Proposal(conditions=[condition]))
+    return proposal.merged(await manage_power(ctx))
+
+
+def _start(image: Image, layout: RenderedLayout | None) -> Proposal:
+    proposal = Proposal(next_state=S.PROVISIONING, record_image=image, clear_error=True,
+                        detail=f"image {image.url}")
+    if layout is not None:
+        proposal.set_annotations = {ann.RENDERED_LAYOUT: layout_json(layout)}
+    else:
+        proposal.remove_annotations = (ann.RENDERED_LAYOUT,)
+    return proposal
+
+
+async def handle_provisioning(ctx: HostContext) -> Proposal:
+    """Deploy the recorded image with the rendered layout (one deploy per request)."""
+    if ctx.deleting or _image_changed(ctx):
+        return Proposal(next_state=S.DEPROVISIONING, clear_error=True,
+                        detail="host deleted" if ctx.deleting else "image changed")
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    rendered = render_profile(ctx)
+    if isinstance(rendered, list):
+        reasons = "; ".join(str(e) for e in rendered)
+        return Proposal(
+            error=(ErrorType.PROVISIONING, f"profile {ctx.profile.name}: {reasons}"),
+            conditions=[profile_condition(ctx, rendered)],
+        )
+    if ctx.config_drive.problem is not None:
+        return Proposal(error=(ErrorType.PROVISIONING, ctx.config_drive.problem))
+    result = await ctx.calls.provision(provision_request(ctx, ctx.host.spec.image, rendered))
+    if result.error:
+        return failed(ctx, result, ErrorType.PROVISIONING)
+    if not result.done:
+        return waiting(ctx, result)
+    return proposal.merged(Proposal(next_state=S.PROVISIONED, clear_error=True))
+
+
+async def handle_provisioned(ctx: HostContext) -> Proposal:
+    """Keep the deployed host adopted and powered as asked; deprovision when the
+    image goes away or changes."""
+    if ctx.deleting or _image_changed(ctx):
+        return Proposal(next_state=S.DEPROVISIONING, clear_error=True,
+                        detail="host deleted" if ctx.deleting else "image changed or removed")
+    return await _steady(ctx, ctx.host.spec.image)
+
+
+async def handle_externally_provisioned(ctx: HostContext) -> Proposal:
+    """Manage only the power of a host provisioned elsewhere."""
+    if ctx.deleting:
+        return deletion(ctx)
+    if not ctx.host.spec.externally_provisioned:
+        nxt = S.PREPARING if ctx.status.hardware is not None else S.INSPECTING
+        return Proposal(next_state=nxt, clear_error=True)
+    return await _steady(ctx, ctx.host.spec.image)
+
+
+async def _steady(ctx: HostContext, image: Image | None) -> Proposal:
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    result = await ctx.calls.adopt(provision_request(ctx, image, None))
+    if result.error:
+        return failed(ctx, result, ErrorType.PROVISIONING)
+    if not result.done:
+        return waiting(ctx, result)
+    return proposal.merged(await manage_power(ctx))

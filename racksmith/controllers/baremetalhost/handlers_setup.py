@@ -1,0 +1,120 @@
+"""Handlers of the states before a host is available: none, unmanaged,
+registering, inspecting, preparing.
+
+Each looks at the host and the provisioner's answers and returns a
+``Proposal``; none writes anything. Dispatched by ``handlers``.
+"""
+
+from __future__ import annotations
+
+from racksmith.controllers.baremetalhost import annotations as ann
+from racksmith.controllers.baremetalhost.context import HostContext
+from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.controllers.baremetalhost.provisioning import hardware_summary
+from racksmith.controllers.baremetalhost.states import DELETION_TARGET
+from racksmith.controllers.baremetalhost.steps import ensure_registered, failed, waiting
+from racksmith.kinds.metal import ErrorType, OperationalStatus
+from racksmith.kinds.metal import ProvisioningState as S
+
+
+def deletion(ctx: HostContext) -> Proposal:
+    """Leave the current state for the deletion path."""
+    return Proposal(next_state=DELETION_TARGET[ctx.state], clear_error=True)
+
+
+async def handle_new(ctx: HostContext) -> Proposal:
+    """No status yet: start managing (or wait for BMC details)."""
+    if ctx.deleting:
+        return deletion(ctx)
+    if ctx.host.spec.bmc is None:
+        return Proposal(next_state=S.UNMANAGED, detail="no BMC details")
+    return Proposal(next_state=S.REGISTERING)
+
+
+async def handle_unmanaged(ctx: HostContext) -> Proposal:
+    """Wait for ``spec.bmc``."""
+    if ctx.deleting:
+        return deletion(ctx)
+    if ctx.host.spec.bmc is not None:
+        return Proposal(next_state=S.REGISTERING)
+    return Proposal(clear_error=True)
+
+
+async def handle_registering(ctx: HostContext) -> Proposal:
+    """Enrol the host and verify BMC access; then inspect (or skip it)."""
+    if ctx.deleting:
+        return deletion(ctx)
+    if ctx.host.spec.bmc is None:
+        return Proposal(next_state=S.UNMANAGED, clear_error=True, detail="BMC details removed")
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    if ctx.host.spec.externally_provisioned:
+        nxt = S.EXTERNALLY_PROVISIONED
+    elif ann.is_inspection_disabled(ctx.annotations) or ctx.status.hardware is not None:
+        nxt = S.PREPARING
+    else:
+        nxt = S.INSPECTING
+    return proposal.merged(Proposal(next_state=nxt, clear_error=True))
+
+
+async def handle_inspecting(ctx: HostContext) -> Proposal:
+    """Collect hardware details: summary in status, full report in the inventory."""
+    if ctx.deleting:
+        return deletion(ctx)
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    out = await ctx.calls.inspect()
+    if out.result.error:
+        return failed(ctx, out.result, ErrorType.INSPECTION)
+    if not out.result.done or out.hardware is None:
+        return waiting(ctx, out.result)
+    done = Proposal(
+        next_state=S.PREPARING,
+        clear_error=True,
+        hardware=hardware_summary(out.hardware),
+        inventory=out.hardware,
+        detail=_describe(out.hardware.cpu.count if out.hardware.cpu else None,
+                         out.hardware.ram_mebibytes, len(out.hardware.storage)),
+    )
+    return proposal.merged(done)
+
+
+def _describe(cpus: int | None, ram: int | None, disks: int) -> str:
+    return f"{cpus or '?'} CPUs, {ram or '?'} MiB RAM, {disks} disks"
+
+
+async def handle_preparing(ctx: HostContext) -> Proposal:
+    """Clean and configure the host; then it is available."""
+    if ctx.deleting:
+        return deletion(ctx)
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    result = await ctx.calls.prepare()
+    if result.error:
+        return failed(ctx, result, ErrorType.PREPARATION)
+    if not result.done:
+        return waiting(ctx, result)
+    return proposal.merged(Proposal(next_state=S.AVAILABLE, clear_error=True))
+
+
+async def handle_detached(ctx: HostContext) -> Proposal:
+    """The detached annotation: release the host from the backend without touching
+    the server; once released, a deletion only drops the finalizer."""
+    if ctx.status.operational_status is OperationalStatus.DETACHED:
+        return Proposal(remove_finalizer=ctx.deleting)
+    result = await ctx.calls.detach()
+    if result.error:
+        return failed(ctx, result, ErrorType.DETACH)
+    if not result.done:
+        return waiting(ctx, result)
+    return Proposal(
+        operational_status=OperationalStatus.DETACHED,
+        forget_registration=True,
+        clear_error=True,
+        remove_finalizer=ctx.deleting,
+        events=[EventSpec("Normal", "Detached",
+                          "released from the provisioner; the server was not touched")],
+    )

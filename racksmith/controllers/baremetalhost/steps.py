@@ -1,0 +1,110 @@
+"""Steps shared by several state handlers: registration, power, results.
+
+Owns how a provisioner ``Result`` becomes a proposal (error / wait / done),
+the registration check every managed state makes (credentials rotated or
+the backend forgot the host → register again), and the power management of
+settled hosts (``spec.online`` and the reboot annotation). Called by the
+``handlers_*`` modules only.
+"""
+
+from __future__ import annotations
+
+from racksmith.controllers.baremetalhost import annotations as ann
+from racksmith.controllers.baremetalhost.context import HostContext
+from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.kinds.common import SecretReference
+from racksmith.kinds.metal import CredentialsStatus, ErrorType
+from racksmith.provisioner.base import Result
+
+
+def failed(ctx: HostContext, result: Result, default: ErrorType) -> Proposal:
+    """The proposal for a failed call: the error, its kind, no state change."""
+    kind = ErrorType(result.error_kind.value) if result.error_kind is not None else default
+    return Proposal(error=(kind, ctx.redact(result.error or "unknown error")))
+
+
+def waiting(ctx: HostContext, result: Result) -> Proposal:
+    """The proposal for an operation still in progress."""
+    return Proposal(requeue_after=ctx.poll_delay(result), clear_error=True)
+
+
+def needs_registration(ctx: HostContext) -> bool:
+    """The backend must be told about the host (again): no id, or new credentials."""
+    status, creds = ctx.status, ctx.credentials
+    good = status.good_credentials
+    return (
+        status.provisioning is None
+        or not status.provisioning.id
+        or good is None
+        or good.credentials is None
+        or good.credentials.name != creds.secret_name
+        or good.credentials_version != creds.version
+    )
+
+
+async def ensure_registered(ctx: HostContext) -> tuple[Proposal, bool]:
+    """Register when needed. Returns the proposal so far and whether the host
+    is registered with working credentials (then the caller goes on)."""
+    creds = ctx.credentials
+    if creds.problem is not None or creds.bmc is None:
+        return Proposal(error=(ErrorType.REGISTRATION, creds.problem or "no BMC details")), False
+    if not needs_registration(ctx):
+        return Proposal(), True
+    tried_before = ctx.status.tried_credentials
+    changed = (
+        tried_before is None
+        or tried_before.credentials is None
+        or tried_before.credentials.name != creds.secret_name
+        or tried_before.credentials_version != creds.version
+    )
+    out = await ctx.calls.register(creds.bmc, credentials_changed=changed)
+    assert creds.secret_name is not None
+    tried = CredentialsStatus(
+        credentials=SecretReference(name=creds.secret_name), credentials_version=creds.version
+    )
+    base = Proposal(tried_credentials=tried, provisioning_id=out.provisioner_id)
+    if out.result.error:
+        return base.merged(failed(ctx, out.result, ErrorType.REGISTRATION)), False
+    if not out.result.done:
+        return base.merged(waiting(ctx, out.result)), False
+    good = Proposal(good_credentials=tried, clear_error=True)
+    if ctx.status.good_credentials is not None:
+        good.events.append(EventSpec("Normal", "CredentialsUpdated",
+                                     f"BMC credentials from secret {creds.secret_name} work"))
+    return base.merged(good), True
+
+
+async def manage_power(ctx: HostContext) -> Proposal:
+    """Reboot on request, then make the power match ``spec.online``."""
+    reboot = ann.reboot_keys(ctx.annotations)
+    if reboot:
+        result = await ctx.calls.power(False)
+        if result.error:
+            return failed(ctx, result, ErrorType.POWER_MANAGEMENT)
+        if not result.done:
+            return waiting(ctx, result)
+        # Off: the cycle's first half is done; dropping the annotation makes
+        # the next reconcile power the host back on (if online), once.
+        return Proposal(
+            powered_on=False,
+            remove_annotations=tuple(reboot),
+            clear_error=True,
+            requeue_after=0.0,
+            events=[EventSpec("Normal", "Rebooting", "powered off for the requested reboot")],
+        )
+    actual = await ctx.calls.power_state()
+    wanted = ctx.host.spec.online
+    if actual is wanted:
+        return Proposal(powered_on=actual, clear_error=True, steady=True)
+    result = await ctx.calls.power(wanted)
+    if result.error:
+        return failed(ctx, result, ErrorType.POWER_MANAGEMENT)
+    if not result.done:
+        return waiting(ctx, result).merged(Proposal(powered_on=actual))
+    word = "on" if wanted else "off"
+    return Proposal(
+        powered_on=wanted,
+        clear_error=True,
+        steady=True,
+        events=[EventSpec("Normal", f"Power{word.capitalize()}", f"host powered {word}")],
+    )
