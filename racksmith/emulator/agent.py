@@ -126,6 +126,8 @@ class HostAgent:
     node_uuid: str | None = None
     token: str | None = field(default=None, repr=False)
     heartbeats: int = 0
+    images_written: int = 0
+    """How many times write_image ran: one per deploy."""
     expects_inspection: bool = True
     commands: list[CommandRecord] = field(default_factory=list)
     last_image: dict[str, Any] | None = None
@@ -405,7 +407,7 @@ class AgentServer:
         return web.json_response(
             {
                 name: {"state": a.state.value, "boots": a.boots, "node": a.node_uuid,
-                       "heartbeats": a.heartbeats}
+                       "heartbeats": a.heartbeats, "images_written": a.images_written}
                 for name, a in self.agents.items()
             }
         )
@@ -494,6 +496,7 @@ class AgentServer:
         agent.last_image = await self._writer.write(
             agent.host, step.get("args") or {}, params.get("node") or {}
         )
+        agent.images_written += 1
         agent.note(f"image {agent.last_image['url']} written to {agent.last_image['disk']}")
         return {"deploy_result": None, "deploy_step": step}
 

@@ -1,0 +1,221 @@
+"""Bare-metal hosts end to end: ``racksmith up --emulate-hosts 8`` with real
+Ironic, the sushy-tools Redfish BMCs and the emulated ramdisk agent, driven
+with kubectl exactly as a user would.
+
+8 hosts go registering → inspecting → available with the declared hardware;
+4 are provisioned with an image and a profile (image bytes on the emulated
+disk, powered on); 2 are deprovisioned; 1 is deleted (gone from Ironic and
+the API); a wrong BMC password shows a registration error and recovers when
+the Secret is fixed. Bad input gets clear errors and leaves no Ironic node.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from racksmith.emulator.inventory import generate_hosts
+from tests.e2e.rack import Rack, start_rack, state
+
+HOSTS = [f"host-{i:03d}" for i in range(8)]
+WRONG_PASSWORD_HOST = "host-007"
+
+PROFILE = """\
+apiVersion: metal.racksmith.io/v1alpha1
+kind: BareMetalHostProfile
+metadata:
+  name: worker
+  namespace: default
+spec:
+  devices:
+  - device:
+      minSize: 10Gi
+    partitions:
+    - name: root
+  fileSystems:
+  - fileSystem: ext4
+    source: root
+    mountPoint: /
+  kernelParameters:
+    cmdline: ["console=ttyS0"]
+"""
+
+HUNGRY_PROFILE = """\
+apiVersion: metal.racksmith.io/v1alpha1
+kind: BareMetalHostProfile
+metadata:
+  name: needs-eight-nvme
+  namespace: default
+spec:
+  devices:
+""" + "".join(f"""\
+  - device:
+      type: nvme
+      minSize: 100Gi
+    partitions:
+    - name: p{i}
+""" for i in range(8))
+
+
+@pytest.fixture(scope="module")
+def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
+    r = start_rack(tmp_path_factory.mktemp("rack"), len(HOSTS))
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def _manifest_with_wrong_password(rack: Rack) -> str:
+    docs = list(yaml.safe_load_all((rack.data_dir / "emulated-hosts.yaml").read_text()))
+    for doc in docs:
+        if doc and doc["kind"] == "Secret" and WRONG_PASSWORD_HOST in doc["metadata"]["name"]:
+            doc["data"]["password"] = base64.b64encode(b"not-the-password").decode()
+    return yaml.safe_dump_all(docs)
+
+
+def _secret_name(rack: Rack, host: str) -> str:
+    return str(rack.hosts()[host]["spec"]["bmc"]["credentialsName"])
+
+
+def test_hosts_enrol_inspect_and_become_available(rack: Rack) -> None:
+    out = rack.kubectl("apply", "-f", "-", input_text=_manifest_with_wrong_password(rack))
+    assert out.stdout.count("baremetalhost.metal.racksmith.io") == len(HOSTS)
+    good = [h for h in HOSTS if h != WRONG_PASSWORD_HOST]
+    hosts = rack.wait_hosts(good, lambda h: state(h) == "available", timeout=420,
+                            what="available")
+    declared = {h.name: h for h in generate_hosts(len(HOSTS))}
+    for name in good:
+        hw = hosts[name]["status"]["hardware"]
+        inv = declared[name].inventory
+        assert hw["cpu"]["count"] == inv.cpu.count, name
+        assert hw["ramMebibytes"] == inv.memory_mib, name
+        assert sorted(d["sizeBytes"] for d in hw["storage"]) == sorted(
+            d.size_bytes for d in inv.disks), name
+        assert {n["mac"].lower() for n in hw["nics"]} == {
+            n.mac.lower() for n in inv.nics}, name
+        full = rack.get("baremetalhostinventory", name)
+        assert full["metadata"]["ownerReferences"][0]["name"] == name
+    table = rack.kubectl("get", "baremetalhosts").stdout.splitlines()
+    assert table[0].split()[:5] == ["NAME", "STATE", "CONSUMER", "ONLINE", "ERROR"]
+
+
+def test_wrong_password_is_a_registration_error_until_the_secret_is_fixed(rack: Rack) -> None:
+    hosts = rack.wait_hosts([WRONG_PASSWORD_HOST],
+                            lambda h: h.get("status", {}).get("errorType")
+                            == "registration error", timeout=180, what="in registration error")
+    message = hosts[WRONG_PASSWORD_HOST]["status"]["errorMessage"]
+    assert message and "not-the-password" not in message
+    secret = _secret_name(rack, WRONG_PASSWORD_HOST)
+    right = next(h for h in generate_hosts(len(HOSTS)) if h.name == WRONG_PASSWORD_HOST)
+    rack.kubectl("patch", "secret", secret, "--type=merge", "-p", json.dumps(
+        {"data": {"password": base64.b64encode(right.bmc_password.encode()).decode()}}))
+    rack.wait_hosts([WRONG_PASSWORD_HOST], lambda h: state(h) == "available", timeout=300,
+                    what="recovered")
+    assert not rack.hosts()[WRONG_PASSWORD_HOST]["status"].get("errorType")
+
+
+def _image(rack: Rack) -> tuple[str, str, bytes]:
+    root = rack.data_dir / "emulator" / "http" / "images"
+    data = (root / "sample-os.img").read_bytes()
+    digest = (root / "sample-os.img.sha256sum").read_text().split()[0]
+    return f"http://127.0.0.1:{rack.ports['http']}/images/sample-os.img", digest, data
+
+
+def _provision(rack: Rack, name: str, url: str, digest: str, profile: str = "worker") -> None:
+    rack.kubectl("patch", "baremetalhost", name, "--type=merge", "-p", json.dumps({"spec": {
+        "image": {"url": url, "checksum": digest, "checksumType": "sha256"},
+        "profile": profile, "online": True}}))
+
+
+def _disk_holds(rack: Rack, host: str, data: bytes) -> bool:
+    disks = rack.data_dir / "emulator" / "hosts" / host / "disks"
+    for path in disks.glob("*.img"):
+        if path.name.endswith("-configdrive.img"):
+            continue
+        with path.open("rb") as f:
+            if f.read(len(data)) == data:
+                return True
+    return False
+
+
+def test_provision_deprovision_delete(rack: Rack) -> None:
+    rack.kubectl("apply", "-f", "-", input_text=PROFILE)
+    url, digest, data = _image(rack)
+    chosen = HOSTS[:4]
+    for name in chosen:
+        _provision(rack, name, url, digest)
+    hosts = rack.wait_hosts(chosen, lambda h: state(h) == "provisioned"
+                            and h["status"].get("poweredOn") is True, timeout=480,
+                            what="provisioned and on")
+    for name in chosen:
+        assert _disk_holds(rack, name, data), name
+        assert hosts[name]["status"]["provisioning"]["image"]["url"] == url
+    written = rack.agent_status()
+    assert all(written[n]["images_written"] == 1 for n in chosen), written
+
+    for name in chosen[:2]:
+        rack.kubectl("patch", "baremetalhost", name, "--type=json", "-p",
+                     '[{"op":"remove","path":"/spec/image"}]')
+    rack.wait_hosts(chosen[:2], lambda h: state(h) == "available", timeout=420,
+                    what="deprovisioned")
+
+    doomed = chosen[3]
+    code, node = rack.ironic(f"/v1/nodes/default~{doomed}")
+    assert code == 200 and node["provision_state"] == "active"
+    rack.kubectl("delete", "baremetalhost", doomed, "--timeout=420s", timeout=450)
+    assert rack.kubectl("get", "baremetalhost", doomed, check=False).returncode != 0
+    assert rack.ironic(f"/v1/nodes/default~{doomed}")[0] == 404
+
+
+def _bmh(name: str, address: str, secret: str, **spec: Any) -> str:
+    body = {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"bmc": {"address": address, "credentialsName": secret},
+                     "bootMACAddress": "02:ff:00:00:00:01", "online": False, **spec}}
+    return json.dumps(body)
+
+
+def test_bad_input_gets_clear_errors_and_leaves_no_ironic_node(rack: Rack) -> None:
+    some_secret = _secret_name(rack, HOSTS[0])
+    cases = {
+        "bad-address": ("redfish-virtualmedia+http://[not-a-host/redfish/v1/Systems/x",
+                        some_secret),
+        "bad-scheme": ("carrier-pigeon://127.0.0.1/Systems/1", some_secret),
+        "no-secret": ("redfish+http://127.0.0.1:9/redfish/v1/Systems/1", "does-not-exist"),
+    }
+    for name, (address, secret) in cases.items():
+        rack.kubectl("apply", "-f", "-", input_text=_bmh(name, address, secret))
+    hosts = rack.wait_hosts(list(cases), lambda h: h.get("status", {}).get("errorType")
+                            == "registration error", timeout=120, what="in registration error")
+    assert "carrier-pigeon" in hosts["bad-scheme"]["status"]["errorMessage"]
+    assert "does-not-exist" in hosts["no-secret"]["status"]["errorMessage"]
+    for name in cases:
+        assert rack.ironic(f"/v1/nodes/default~{name}")[0] == 404, name
+        reasons = {e.get("reason") for e in rack.events_for(name)}
+        assert reasons, f"no events for {name}"
+        rack.kubectl("delete", "baremetalhost", name, "--timeout=120s")
+
+    # A profile that cannot fit leaves the host available with a condition.
+    rack.kubectl("apply", "-f", "-", input_text=HUNGRY_PROFILE)
+    url, digest, _ = _image(rack)
+    _provision(rack, HOSTS[4], url, digest, profile="needs-eight-nvme")
+    hosts = rack.wait_hosts([HOSTS[4]], lambda h: any(
+        c["type"] == "ProfileValid" and c["status"] == "False"
+        for c in h.get("status", {}).get("conditions", [])), timeout=120,
+        what="with ProfileValid=False")
+    assert state(hosts[HOSTS[4]]) == "available"
+    cond = next(c for c in hosts[HOSTS[4]]["status"]["conditions"] if c["type"] == "ProfileValid")
+    assert "nvme" in cond["message"]
+
+    # An image URL that 404s ends as a provisioning error.
+    missing = url.replace("sample-os.img", "no-such-image.img")
+    _provision(rack, HOSTS[5], missing, "0" * 64)
+    hosts = rack.wait_hosts([HOSTS[5]], lambda h: h.get("status", {}).get("errorType")
+                            == "provisioning error", timeout=420, what="in provisioning error")
+    assert hosts[HOSTS[5]]["status"]["errorMessage"]
