@@ -9,7 +9,7 @@ Controllers in ``racksmith.controllers`` read and write these models.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -267,6 +267,12 @@ class ProvisionStatus(RacksmithModel):
     boot_mode: BootMode | None = Field(default=None, description="Boot mode last applied.")
     raid: RAIDConfig | None = Field(default=None, description="RAID configuration last applied.")
     firmware: FirmwareConfig | None = Field(default=None, description="BIOS settings last applied.")
+    disk_layout: dict[str, Any] | None = Field(
+        default=None,
+        description="The disk layout rendered from the profile for this host's hardware and "
+        "sent with the deploy (devices, partitions, RAID, LVM, file systems, kernel "
+        "parameters, huge pages).",
+    )
 
 
 class CredentialsStatus(RacksmithModel):

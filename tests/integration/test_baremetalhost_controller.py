@@ -289,6 +289,7 @@ async def test_register_inspect_provision_deprovision(
     assert [d["name"] for d in layout["devices"]] == ["/dev/sda", "/dev/sdb"]
     assert layout["softRaidDevices"][0]["level"] == "raid1"
     assert "hugepages=512" in layout["kernel"]["cmdline"]
+    assert status_of(host)["provisioning"]["diskLayout"] == layout
     profile_valid = condition(host, "ProfileValid")
     assert profile_valid is not None and profile_valid["status"] == "True"
     node = backend.node("default~h1")
@@ -305,8 +306,11 @@ async def test_register_inspect_provision_deprovision(
 
     async def rebooted() -> bool:
         obj = await cluster.get("h1")
+        # off and on again (the annotation goes with the power-off, so the
+        # status alone could still show the power state from before)
         return REBOOT not in ((obj or {})["metadata"].get("annotations") or {}) and \
-            status_of(obj).get("poweredOn") is True
+            status_of(obj).get("poweredOn") is True and \
+            backend.calls[("default~h1", "power")] >= power_calls + 2
     await eventually(rebooted, "h1 rebooted")
     assert backend.calls[("default~h1", "power")] >= power_calls + 2
     assert node.powered_on
@@ -317,6 +321,7 @@ async def test_register_inspect_provision_deprovision(
     host = await cluster.get("h1")
     assert host is not None
     assert "image" not in status_of(host)["provisioning"]
+    assert "diskLayout" not in status_of(host)["provisioning"]
     assert RENDERED_LAYOUT not in (host["metadata"].get("annotations") or {})
     assert status_of(host)["operationHistory"]["deprovision"]["end"]
     assert backend.deploys["default~h1"] == 1

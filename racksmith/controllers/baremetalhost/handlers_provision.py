@@ -80,6 +80,7 @@ def _start(image: Image, layout: RenderedLayout | None) -> Proposal:
                         detail=f"image {image.url}")
     if layout is not None:
         proposal.set_annotations = {ann.RENDERED_LAYOUT: layout_json(layout)}
+        proposal.record_layout = layout.to_dict()
     else:
         proposal.remove_annotations = (ann.RENDERED_LAYOUT,)
     return proposal

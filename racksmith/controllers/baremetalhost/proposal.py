@@ -7,7 +7,7 @@ applies; handlers never write anything themselves.
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Literal
+from typing import Any, Literal
 
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hardware import HardwareDetails
@@ -65,6 +65,8 @@ class Proposal:
     provisioning_id: str | None = None
     record_image: Image | None = None
     clear_image: bool = False
+    record_layout: dict[str, Any] | None = None
+    """The rendered disk layout deployed with the image (status.provisioning.diskLayout)."""
     tried_credentials: CredentialsStatus | None = None
     good_credentials: CredentialsStatus | None = None
     forget_registration: bool = False

@@ -75,8 +75,11 @@ def apply_proposal(
         prov.id = p.provisioning_id
     if p.record_image is not None:
         prov.image = p.record_image
+    if p.record_layout is not None:
+        prov.disk_layout = p.record_layout
     if p.clear_image:
         prov.image = None
+        prov.disk_layout = None
     if p.forget_registration:
         prov.id = None
         new.good_credentials = None
