@@ -48,6 +48,8 @@ test: install lint
 
 bench: install
 	$(BIN)/python bench/apiserver.py
+	$(BIN)/python bench/provisioning.py
+	$(BIN)/python bench/ipam.py
 
 clean:
 	rm -rf $(VENV) $(IRONIC_VENV) .mypy_cache .ruff_cache

@@ -95,7 +95,8 @@ class Racksmith:
             self._client = await api_client_from_kubeconfig(self.server.kubeconfig_path)
             registry = CollectorRegistry()
             controllers = all_controllers(self._client, workers=s.controller_workers,
-                                          provisioner=self.provisioner, registry=registry)
+                                          provisioner=self.provisioner, registry=registry,
+                                          ipam=True)
             self.manager = Manager(self._client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace="kube-system", registry=registry)

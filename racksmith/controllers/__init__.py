@@ -13,6 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from racksmith.controllers.baremetalhost import baremetalhost_controller
+from racksmith.controllers.ipam import subnet_controller
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.controller import Controller
 
@@ -23,13 +24,17 @@ def all_controllers(
     workers: int = 4,
     provisioner: Provisioner | None = None,
     registry: CollectorRegistry | None = None,
+    ipam: bool = False,
 ) -> list[Controller]:
     """Every controller of this release: the BareMetalHost controller when a
-    ``provisioner`` (the backend that drives servers) is given. ``registry``
-    receives the controllers' own metrics (pass the manager's)."""
+    ``provisioner`` (the backend that drives servers) is given, and the IPAM
+    (Subnet) controller when ``ipam`` is true — it needs no provisioner.
+    ``registry`` receives the controllers' own metrics (pass the manager's)."""
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
             baremetalhost_controller(api_client, provisioner, workers=workers, registry=registry)
         )
+    if ipam:
+        controllers.append(subnet_controller(api_client, workers=min(workers, 2)))
     return controllers

@@ -1,0 +1,221 @@
+"""IPAM against the real embedded API server: the Subnet controller's
+status and conditions, and the claim protocol under concurrent claimers.
+
+The controller runs on the runtime (``Controller`` + ``Manager``) over a
+kubernetes_asyncio client made from the server's kubeconfig; claimers use
+their own ApiClients, as separate controller replicas would. Every wait
+polls a condition under a bound and nothing asserts on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
+
+from racksmith.apiserver.server import ApiServer
+from racksmith.controllers.ipam import (
+    Claimed,
+    NotClaimed,
+    TakenHint,
+    claim_address,
+    list_ipaddrs,
+    release,
+    subnet_controller,
+)
+from racksmith.kinds.common import ObjectReference
+from racksmith.runtime import Manager
+from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+
+GROUP, VERSION, NS = "ipam.racksmith.io", "v1alpha1", "default"
+WAIT = 30.0  # upper bound of every wait; never an expectation
+OWNER = ObjectReference(api_version="metal.racksmith.io/v1alpha1", kind="Machine",
+                        name="machine-1", namespace=NS)
+
+
+async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
+    try:
+        async with asyncio.timeout(WAIT):
+            while not await cond():
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for: {what}") from None
+
+
+@pytest.fixture
+async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
+    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
+    try:
+        yield api_client
+    finally:
+        await api_client.close()
+
+
+@pytest.fixture
+async def controller(client: ApiClient) -> AsyncIterator[Manager]:
+    manager = Manager(client, [subnet_controller(client, workers=2)], identity="ipam-test",
+                      shutdown_timeout=10)
+    task = asyncio.create_task(manager.run())
+    try:
+        async with asyncio.timeout(WAIT):
+            while not manager.ready:
+                assert not task.done(), task
+                await asyncio.sleep(0.02)
+        yield manager
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class Ipam:
+    def __init__(self, client: ApiClient) -> None:
+        self.api = CustomObjectsApi(client)
+
+    async def subnet(self, name: str, cidr: str, gateway: str | None = None,
+                     **spec: Any) -> None:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Subnet",
+                "metadata": {"name": name},
+                "spec": {"cidr": cidr, **({"gateway": gateway} if gateway else {}), **spec}}
+        await self.api.create_namespaced_custom_object(GROUP, VERSION, NS, "subnets", body)
+
+    async def get(self, name: str) -> dict[str, Any]:
+        obj: dict[str, Any] = await self.api.get_namespaced_custom_object(
+            GROUP, VERSION, NS, "subnets", name)
+        return obj
+
+    async def ready(self, name: str) -> dict[str, Any] | None:
+        obj = await self.get(name)
+        status = obj.get("status") or {}
+        if status.get("observedGeneration") != obj["metadata"].get("generation"):
+            return None
+        for cond in status.get("conditions") or []:
+            if cond["type"] == "Ready":
+                return dict(cond)
+        return None
+
+    async def judged(self, name: str, reason: str, **counts: int) -> dict[str, Any]:
+        async def check() -> bool:
+            cond = await self.ready(name)
+            status = (await self.get(name)).get("status") or {}
+            return cond is not None and cond["reason"] == reason and all(
+                status.get(k) == v for k, v in counts.items())
+        await eventually(check, f"subnet {name} judged {reason} {counts}")
+        return await self.get(name)
+
+
+@pytest.fixture
+def ipam(client: ApiClient) -> Ipam:
+    return Ipam(client)
+
+
+def ready_of(obj: dict[str, Any]) -> dict[str, Any]:
+    return next(c for c in obj["status"]["conditions"] if c["type"] == "Ready")
+
+
+async def test_subnet_status(ipam: Ipam, controller: Manager) -> None:
+    await ipam.subnet("net", "10.0.0.0/24", "10.0.0.1", excludeRanges=["10.0.0.200-10.0.0.254"])
+    obj = await ipam.judged("net", "Ready", capacity=198, allocatable=198, allocated=0)
+    cond = ready_of(obj)
+    assert cond["status"] == "True" and cond["message"] == "198 of 198 addresses free"
+
+
+@pytest.mark.parametrize("spread", [False, True])
+async def test_concurrent_claimers_never_share_an_address(
+    api_server: ApiServer, ipam: Ipam, controller: Manager, spread: bool
+) -> None:
+    await ipam.subnet("race", "10.1.0.0/24", "10.1.0.1")
+    subnet = await ipam.judged("race", "Ready", capacity=253)
+    clients = [await api_client_from_kubeconfig(api_server.kubeconfig_path) for _ in range(4)]
+    rng = random.Random(4)
+
+    async def claimer(client: ApiClient, n: int) -> list[Claimed]:
+        hint = TakenHint(spread=rng.random if spread else None)
+        api, out = CustomObjectsApi(client), []
+        for _ in range(n):
+            got = await claim_address(api, subnet, OWNER, hint=hint)
+            assert isinstance(got, Claimed), got
+            out.append(got)
+        return out
+
+    try:
+        results = await asyncio.gather(*(claimer(c, 50) for c in clients))
+    finally:
+        for c in clients:
+            await c.close()
+    addresses = [claim.address for claims in results for claim in claims]
+    assert len(addresses) == 200 and len(set(addresses)) == 200
+    if not spread:  # lowest first: exactly .2 .. .201 were handed out
+        assert set(addresses) == {f"10.1.0.{i}" for i in range(2, 202)}
+    assert set(addresses) <= {f"10.1.0.{i}" for i in range(2, 255)}
+    stored = await list_ipaddrs(ipam.api, NS, subnet="race")
+    assert sorted(o["spec"]["address"] for o in stored) == sorted(addresses)
+    assert {o["metadata"]["name"] for o in stored} == {
+        "race-" + a.replace(".", "-") for a in addresses}
+    await ipam.judged("race", "Ready", capacity=253, allocated=200, allocatable=53)
+
+
+async def test_release_returns_the_address(ipam: Ipam, controller: Manager) -> None:
+    await ipam.subnet("pool", "10.2.0.0/28", "10.2.0.1")
+    subnet = await ipam.judged("pool", "Ready", capacity=13)
+    claims = [await claim_address(ipam.api, subnet, OWNER) for _ in range(3)]
+    assert [c.address for c in claims if isinstance(c, Claimed)] == [
+        "10.2.0.2", "10.2.0.3", "10.2.0.4"]
+    await ipam.judged("pool", "Ready", allocated=3, allocatable=10)
+    first = claims[0]
+    assert isinstance(first, Claimed)
+    assert await release(ipam.api, first.ipaddr)
+    assert not await release(ipam.api, first.ipaddr)  # idempotent
+    await ipam.judged("pool", "Ready", allocated=2, allocatable=11)
+    again = await claim_address(ipam.api, subnet, OWNER)
+    assert isinstance(again, Claimed) and again.address == "10.2.0.2"
+
+
+async def test_exhausted_subnet(ipam: Ipam, controller: Manager) -> None:
+    await ipam.subnet("tiny", "10.3.0.0/29", "10.3.0.1", excludeRanges=["10.3.0.5-10.3.0.6"])
+    subnet = await ipam.judged("tiny", "Ready", capacity=3)
+    hint = TakenHint()
+    for _ in range(3):
+        assert isinstance(await claim_address(ipam.api, subnet, OWNER, hint=hint), Claimed)
+    out = await claim_address(ipam.api, subnet, OWNER, hint=hint)
+    assert isinstance(out, NotClaimed) and out.exhausted
+    assert out.message == "subnet tiny is exhausted: all 3 addresses are allocated"
+    obj = await ipam.judged("tiny", "Exhausted", allocated=3, allocatable=0)
+    assert ready_of(obj)["status"] == "False"
+    assert ready_of(obj)["message"] == "all 3 addresses are allocated"
+    # Still usable once an address comes back: the claimer's stale hint is
+    # refreshed before it answers Exhausted.
+    stored = await list_ipaddrs(ipam.api, NS, subnet="tiny")
+    assert await release(ipam.api, stored[0])
+    back = await claim_address(ipam.api, await ipam.get("tiny"), OWNER, hint=hint)
+    assert isinstance(back, Claimed) and back.address == stored[0]["spec"]["address"]
+
+
+async def test_overlapping_subnet_is_rejected(ipam: Ipam, controller: Manager) -> None:
+    await ipam.subnet("older", "10.4.0.0/16")
+    await ipam.judged("older", "Ready")
+    await ipam.subnet("younger", "10.4.7.0/24")
+    obj = await ipam.judged("younger", "Overlapping", allocatable=0)
+    cond = ready_of(obj)
+    assert cond["status"] == "False" and "default/older (10.4.0.0/16)" in cond["message"]
+    out = await claim_address(ipam.api, obj, OWNER)
+    assert isinstance(out, NotClaimed) and out.reason == "Overlapping"
+    assert await list_ipaddrs(ipam.api, NS, subnet="younger") == []
+    # The older one going away frees the younger one.
+    await ipam.api.delete_namespaced_custom_object(GROUP, VERSION, NS, "subnets", "older")
+    await ipam.judged("younger", "Ready", capacity=254)
+
+
+async def test_gateway_outside_the_cidr(ipam: Ipam, controller: Manager) -> None:
+    await ipam.subnet("bad", "10.5.0.0/24", "10.6.0.1")
+    obj = await ipam.judged("bad", "InvalidSpec")
+    cond = ready_of(obj)
+    assert cond["status"] == "False"
+    assert cond["message"] == "spec.gateway: 10.6.0.1 is outside the cidr 10.5.0.0/24"
+    out = await claim_address(ipam.api, obj, OWNER)
+    assert isinstance(out, NotClaimed) and out.reason == "InvalidSpec"
