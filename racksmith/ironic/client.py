@@ -18,6 +18,7 @@ can hold BMC passwords: they are never logged or put into exceptions.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from typing import Any
@@ -59,8 +60,19 @@ class IronicClient:
     (default: the node identifier in the URL)."""
 
     def __init__(self, base_url: str, *, timeout: float = 30.0,
-                 session: aiohttp.ClientSession | None = None) -> None:
+                 session: aiohttp.ClientSession | None = None,
+                 node_cache_ttl: float = 0.0) -> None:
+        """``node_cache_ttl`` > 0 serves :meth:`get_node` from one shared
+        ``GET /v1/nodes/detail`` at most that old (one call per period for all
+        hosts instead of one per host per poll). A node this client wrote to
+        is always read directly next, so a caller never acts on a state older
+        than its own last write."""
         self.base_url = base_url.rstrip("/")
+        self._cache_ttl = node_cache_ttl
+        self._cache: dict[str, JsonObject] = {}
+        self._cache_at = float("-inf")
+        self._dirty: set[str] = set()
+        self._refresh_lock = asyncio.Lock()
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session = session
         self._own_session = session is None
@@ -127,13 +139,52 @@ class IronicClient:
 
     async def get_node(self, node: str) -> JsonObject | None:
         """The node by name or uuid, None if absent."""
+        if self._cache_ttl > 0 and node not in self._dirty:
+            await self._refresh_cache()
+            cached = self._cache.get(node)
+            if cached is not None:
+                return dict(cached)
         try:
             body = await self.request("GET", f"/v1/nodes/{node}", host=node)
         except IronicAPIError as exc:
             if exc.is_not_found:
+                self._dirty.discard(node)
                 return None
             raise
-        return _obj(body)
+        found = _obj(body)
+        self._dirty.discard(node)
+        self._remember(found)
+        return dict(found)
+
+    async def _refresh_cache(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._cache_at < self._cache_ttl:
+            return
+        async with self._refresh_lock:
+            if loop.time() - self._cache_at < self._cache_ttl:
+                return
+            started = loop.time()
+            body = await self.request("GET", "/v1/nodes/detail")
+            nodes = body.get("nodes", []) if isinstance(body, dict) else []
+            self._cache = {}
+            for item in nodes:
+                if isinstance(item, dict):
+                    self._remember(item)
+            self._cache_at = started
+
+    def _remember(self, node: JsonObject) -> None:
+        for key in ("name", "uuid"):
+            if node.get(key):
+                self._cache[str(node[key])] = node
+
+    def _wrote(self, node: str) -> None:
+        """Read ``node`` directly next time (its cached state predates our write)."""
+        self._dirty.add(node)
+        cached = self._cache.get(node)
+        if cached is not None:
+            for key in ("name", "uuid"):
+                if cached.get(key):
+                    self._dirty.add(str(cached[key]))
 
     async def list_nodes(self, *, fields: list[str] | None = None) -> list[JsonObject]:
         params = {"fields": ",".join(fields)} if fields else None
@@ -141,14 +192,17 @@ class IronicClient:
         return list(body.get("nodes", [])) if isinstance(body, dict) else []
 
     async def create_node(self, body: JsonObject, *, host: str) -> JsonObject:
+        self._wrote(host)
         return _obj(await self.request("POST", "/v1/nodes", body=body, host=host))
 
     async def patch_node(self, node: str, ops: list[JsonObject]) -> JsonObject:
         """Apply a JSON patch (RFC 6902) to the node."""
+        self._wrote(node)
         return _obj(await self.request("PATCH", f"/v1/nodes/{node}", body=ops, host=node))
 
     async def delete_node(self, node: str) -> bool:
         """Delete the node; False if it was already gone."""
+        self._wrote(node)
         try:
             await self.request("DELETE", f"/v1/nodes/{node}", host=node)
         except IronicAPIError as exc:
@@ -165,16 +219,19 @@ class IronicClient:
         if configdrive is not None:
             body["configdrive"] = configdrive
         self.provision_actions[(node, target)] += 1
+        self._wrote(node)
         await self.request("PUT", f"/v1/nodes/{node}/states/provision", body=body, host=node)
 
     async def set_power_state(self, node: str, target: str) -> None:
         """``power on``, ``power off``, ``rebooting``, ``soft power off``."""
         self.power_actions[(node, target)] += 1
+        self._wrote(node)
         await self.request("PUT", f"/v1/nodes/{node}/states/power",
                            body={"target": target}, host=node)
 
     async def set_maintenance(self, node: str, on: bool, *, reason: str = "") -> None:
         path = f"/v1/nodes/{node}/maintenance"
+        self._wrote(node)
         if on:
             await self.request("PUT", path, body={"reason": reason}, host=node)
         else:

@@ -93,6 +93,7 @@ class IronicProvisioner:
         name = host.node_name
         node = await self.client.get_node(name)
         dirty = False
+        created = False
         if node is None:
             try:
                 node = await self.client.create_node(
@@ -104,7 +105,7 @@ class IronicProvisioner:
                     ErrorKind.REGISTRATION, st.scrub(exc.message, secrets)))
             self._log.info("ironic node created", host=name, uuid=node.get("uuid"),
                            driver=spec.driver)
-            dirty = True
+            dirty = created = True
         else:
             ops = self._driver_patch(node, spec, credentials_changed=credentials_changed)
             if ops:
@@ -128,7 +129,7 @@ class IronicProvisioner:
         if node.get("last_error") and not (credentials_changed or dirty):
             return RegisterResult(
                 st.failure(node, kind=ErrorKind.REGISTRATION, secrets=secrets), node_id)
-        port_error = await self._ensure_port(node, bmc)
+        port_error = await self._ensure_port(node, bmc, just_created=created)
         if port_error is not None:
             return RegisterResult(port_error, node_id)
         result = await self._provision_action(
@@ -175,12 +176,14 @@ class IronicProvisioner:
                     for key, value in spec.credentials.items()]
         return ops
 
-    async def _ensure_port(self, node: JsonObject, bmc: BMCAccess) -> Result | None:
+    async def _ensure_port(self, node: JsonObject, bmc: BMCAccess, *,
+                           just_created: bool = False) -> Result | None:
         mac = (bmc.boot_mac_address or "").lower()
         if not mac:
             return None
         name = str(node.get("name"))
-        ports = await self.client.list_ports(name)
+        # A node created a moment ago has no ports yet: skip the lookup.
+        ports = [] if just_created else await self.client.list_ports(name)
         if any(str(p.get("address", "")).lower() == mac for p in ports):
             return None
         try:

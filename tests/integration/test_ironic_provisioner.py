@@ -334,3 +334,34 @@ async def test_a_second_start_adopts_a_running_ironic(tmp_path: Path) -> None:
     finally:
         await second.stop()
         await first.stop()
+
+
+async def test_a_node_cache_serves_many_hosts_with_one_list_and_deploys_once(
+        ironic: IronicProcess) -> None:
+    """With ``node_cache_ttl`` the per-host polls come from one shared node
+    list, yet every action still sees the state after its own last write."""
+    async with IronicClient(ironic.url, node_cache_ttl=1.0) as cached:
+        p = IronicProvisioner(cached, ironic.settings)
+        hosts = [host(f"cached-{i}") for i in range(4)]
+        for i, h in enumerate(hosts):
+            bmc = fake_bmc(mac=f"52:54:00:00:10:{i:02x}", address=f"fake://rack9/c{i}")
+            assert (await register(p, h, bmc)).done
+
+        async def all_done(call: Callable[[HostIdentity], Awaitable[Result]]) -> None:
+            for h in hosts:
+                assert (await until_done(lambda h=h: call(h))).done, h
+
+        async def inspect(h: HostIdentity) -> Result:
+            return (await p.inspect(h)).result
+        await all_done(inspect)
+        await all_done(p.prepare)
+        await all_done(lambda h: p.provision(h, REQUEST))
+        for h in hosts:
+            for _ in range(3):
+                assert (await p.provision(h, REQUEST)).done
+            assert cached.provision_actions[(h.node_name, "active")] == 1
+            node = await cached.get_node(h.node_name)
+            assert node is not None and node["provision_state"] == "active"
+        await all_done(lambda h: p.delete(h))
+        for h in hosts:
+            assert await cached.get_node(h.node_name) is None
