@@ -65,13 +65,15 @@ class IronicClient:
         """``node_cache_ttl`` > 0 serves :meth:`get_node` from one shared
         ``GET /v1/nodes/detail`` at most that old (one call per period for all
         hosts instead of one per host per poll). A node this client wrote to
-        is always read directly next, so a caller never acts on a state older
-        than its own last write."""
+        is only served from a list fetched after that write (else read
+        directly), so a caller never acts on a state older than its own last
+        write."""
         self.base_url = base_url.rstrip("/")
         self._cache_ttl = node_cache_ttl
         self._cache: dict[str, JsonObject] = {}
         self._cache_at = float("-inf")
-        self._dirty: set[str] = set()
+        self._written_at: dict[str, float] = {}
+        """node → when our last write to it completed (loop time)."""
         self._refresh_lock = asyncio.Lock()
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session = session
@@ -139,21 +141,22 @@ class IronicClient:
 
     async def get_node(self, node: str) -> JsonObject | None:
         """The node by name or uuid, None if absent."""
-        if self._cache_ttl > 0 and node not in self._dirty:
+        if self._cache_ttl > 0:
             await self._refresh_cache()
             cached = self._cache.get(node)
-            if cached is not None:
+            if cached is not None and self._written_at.get(node, float("-inf")) < \
+                    self._cache_at:
                 return dict(cached)
+        started = asyncio.get_running_loop().time()
         try:
             body = await self.request("GET", f"/v1/nodes/{node}", host=node)
         except IronicAPIError as exc:
             if exc.is_not_found:
-                self._dirty.discard(node)
                 return None
             raise
         found = _obj(body)
-        self._dirty.discard(node)
-        self._remember(found)
+        if self._cache_ttl > 0 and started > self._written_at.get(node, float("-inf")):
+            self._remember(found)
         return dict(found)
 
     async def _refresh_cache(self) -> None:
@@ -178,13 +181,17 @@ class IronicClient:
                 self._cache[str(node[key])] = node
 
     def _wrote(self, node: str) -> None:
-        """Read ``node`` directly next time (its cached state predates our write)."""
-        self._dirty.add(node)
+        """Note a write to ``node`` (called before and after it): the cached
+        state must be newer than the write to be served."""
+        if self._cache_ttl <= 0:
+            return
+        now = asyncio.get_running_loop().time()
+        names = {node}
         cached = self._cache.get(node)
         if cached is not None:
-            for key in ("name", "uuid"):
-                if cached.get(key):
-                    self._dirty.add(str(cached[key]))
+            names |= {str(cached[k]) for k in ("name", "uuid") if cached.get(k)}
+        for name in names:
+            self._written_at[name] = now
 
     async def list_nodes(self, *, fields: list[str] | None = None) -> list[JsonObject]:
         params = {"fields": ",".join(fields)} if fields else None
@@ -193,12 +200,18 @@ class IronicClient:
 
     async def create_node(self, body: JsonObject, *, host: str) -> JsonObject:
         self._wrote(host)
-        return _obj(await self.request("POST", "/v1/nodes", body=body, host=host))
+        try:
+            return _obj(await self.request("POST", "/v1/nodes", body=body, host=host))
+        finally:
+            self._wrote(host)
 
     async def patch_node(self, node: str, ops: list[JsonObject]) -> JsonObject:
         """Apply a JSON patch (RFC 6902) to the node."""
         self._wrote(node)
-        return _obj(await self.request("PATCH", f"/v1/nodes/{node}", body=ops, host=node))
+        try:
+            return _obj(await self.request("PATCH", f"/v1/nodes/{node}", body=ops, host=node))
+        finally:
+            self._wrote(node)
 
     async def delete_node(self, node: str) -> bool:
         """Delete the node; False if it was already gone."""
@@ -209,6 +222,8 @@ class IronicClient:
             if exc.is_not_found:
                 return False
             raise
+        finally:
+            self._wrote(node)
         return True
 
     async def set_provision_state(self, node: str, target: str, *,
@@ -220,22 +235,32 @@ class IronicClient:
             body["configdrive"] = configdrive
         self.provision_actions[(node, target)] += 1
         self._wrote(node)
-        await self.request("PUT", f"/v1/nodes/{node}/states/provision", body=body, host=node)
+        try:
+            await self.request("PUT", f"/v1/nodes/{node}/states/provision", body=body,
+                               host=node)
+        finally:
+            self._wrote(node)
 
     async def set_power_state(self, node: str, target: str) -> None:
         """``power on``, ``power off``, ``rebooting``, ``soft power off``."""
         self.power_actions[(node, target)] += 1
         self._wrote(node)
-        await self.request("PUT", f"/v1/nodes/{node}/states/power",
-                           body={"target": target}, host=node)
+        try:
+            await self.request("PUT", f"/v1/nodes/{node}/states/power",
+                               body={"target": target}, host=node)
+        finally:
+            self._wrote(node)
 
     async def set_maintenance(self, node: str, on: bool, *, reason: str = "") -> None:
         path = f"/v1/nodes/{node}/maintenance"
         self._wrote(node)
-        if on:
-            await self.request("PUT", path, body={"reason": reason}, host=node)
-        else:
-            await self.request("DELETE", path, host=node)
+        try:
+            if on:
+                await self.request("PUT", path, body={"reason": reason}, host=node)
+            else:
+                await self.request("DELETE", path, host=node)
+        finally:
+            self._wrote(node)
 
     async def validate_node(self, node: str) -> JsonObject:
         """Per-interface ``{result, reason}`` of the node's configuration."""
