@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,19 +28,13 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from racksmith.emulator.datacenter import VirtualDatacenter
+from racksmith.emulator.datacenter import VirtualDatacenter, free_port
 from racksmith.ironic.config import IronicSettings
-from racksmith.ironic.process import IronicProcess
+from racksmith.ironic.process import IronicProcess, process_group_alive
 
 log = structlog.get_logger("racksmith.services")
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stable_ports(data_dir: Path, wanted: dict[str, int]) -> dict[str, int]:
@@ -87,18 +80,6 @@ class StaticHTTP:
             self._runner = None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.killpg(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 class EmulatorService:
     """The virtual datacenter as its own (adoptable) process."""
 
@@ -133,11 +114,11 @@ class EmulatorService:
     async def start(self, timeout: float = 120.0) -> None:
         with contextlib.suppress(OSError, ValueError):
             pid = int(self.pid_file.read_text().strip())
-            if _alive(pid) and await self._healthy() and self.manifest_path.exists():
+            if process_group_alive(pid) and await self._healthy() and self.manifest_path.exists():
                 self.pid, self.adopted = pid, True
                 log.info("adopted the running virtual datacenter", pid=pid)
                 return
-            if _alive(pid):
+            if process_group_alive(pid):
                 os.killpg(pid, signal.SIGKILL)
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         with self.log_file.open("ab") as out:
@@ -172,7 +153,7 @@ class EmulatorService:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
         for _ in range(int(grace * 10)):
-            if not _alive(pid):
+            if not process_group_alive(pid):
                 break
             await asyncio.sleep(0.1)
         with contextlib.suppress(ProcessLookupError, PermissionError):

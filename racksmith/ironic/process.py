@@ -102,7 +102,7 @@ class IronicProcess:
     def pid(self) -> int | None:
         """PID of the running Ironic (also its process group id)."""
         if self._adopted is not None:
-            return self._adopted if _alive(self._adopted) else None
+            return self._adopted if process_group_alive(self._adopted) else None
         if self._proc is None or self._proc.returncode is not None:
             return None
         return self._proc.pid
@@ -209,7 +209,7 @@ class IronicProcess:
             pgid = int(self.pid_file.read_text().strip())
         except (OSError, ValueError):
             return False
-        if not _alive(pgid):
+        if not process_group_alive(pgid):
             return False
         if await self.is_ready():
             self._adopted = pgid
@@ -218,7 +218,7 @@ class IronicProcess:
         self._log.warning("killing an unhealthy leftover ironic", pid=pgid)
         _signal_group(pgid, signal.SIGKILL)
         for _ in range(50):
-            if not _alive(pgid):
+            if not process_group_alive(pgid):
                 break
             await asyncio.sleep(0.1)
         return False
@@ -261,7 +261,7 @@ class IronicProcess:
             pgid, self._adopted = self._adopted, None
             _signal_group(pgid, signal.SIGTERM)
             for _ in range(int(grace * 10)):
-                if not _alive(pgid):
+                if not process_group_alive(pgid):
                     break
                 await asyncio.sleep(0.1)
             _signal_group(pgid, signal.SIGKILL)
@@ -288,7 +288,7 @@ class IronicProcess:
         while not self._stopping:
             if self._adopted is not None:
                 pgid: int = self._adopted
-                while _alive(pgid) and not self._stopping:  # noqa: ASYNC110 - polls a foreign pid
+                while process_group_alive(pgid) and not self._stopping:  # noqa: ASYNC110 - polls a foreign pid
                     await asyncio.sleep(1.0)
                 if self._stopping:
                     return
@@ -329,7 +329,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _alive(pgid: int) -> bool:
+def process_group_alive(pgid: int) -> bool:
     """True if any process of the group ``pgid`` is still there (zombies aside)."""
     try:
         os.killpg(pgid, 0)

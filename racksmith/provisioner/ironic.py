@@ -281,15 +281,9 @@ class IronicProvisioner:
             return Result.fail(ErrorKind.PROVISIONING,
                                f"cannot provision a host in Ironic state {state!r}")
         # available: set the instance and deploy, once.
-        ops = _instance_info_patch(node, request)
-        if ops:
-            try:
-                await self.client.patch_node(name, ops)
-            except IronicAPIError as exc:
-                return self._api_failure(exc, ErrorKind.PROVISIONING)
         self._log.info("deploying", host=name, image=request.image.url)
-        return await self._provision_action(
-            name, "active", ErrorKind.PROVISIONING, configdrive=_configdrive(request))
+        return await self._instance_action(node, request, "active",
+                                           configdrive=_configdrive(request))
 
     async def adopt(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         name = host.node_name
@@ -308,13 +302,19 @@ class IronicProvisioner:
                 return st.failure(node, kind=ErrorKind.PROVISIONING)
             return Result.fail(ErrorKind.PROVISIONING,
                                f"cannot adopt a host in Ironic state {state!r}")
+        return await self._instance_action(node, request, "adopt")
+
+    async def _instance_action(self, node: JsonObject, request: ProvisionRequest,
+                               target: str, **extra: Any) -> Result:
+        """Bring the node's instance_info up to date, then request ``target``."""
+        name = str(node.get("name"))
         ops = _instance_info_patch(node, request)
         if ops:
             try:
                 await self.client.patch_node(name, ops)
             except IronicAPIError as exc:
                 return self._api_failure(exc, ErrorKind.PROVISIONING)
-        return await self._provision_action(name, "adopt", ErrorKind.PROVISIONING)
+        return await self._provision_action(name, target, ErrorKind.PROVISIONING, **extra)
 
     async def deprovision(self, host: HostIdentity, *, clean: bool) -> Result:
         name = host.node_name
