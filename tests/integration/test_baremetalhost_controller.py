@@ -473,9 +473,12 @@ async def test_deletion_waits_for_an_unreachable_backend(
     await cluster.delete("h8")
 
     async def waiting() -> bool:
+        # A reconcile that ran before the delete may already have set the
+        # condition without the deletion in its message: wait for the latter.
         cond = condition(await cluster.get("h8"), "BackendReachable")
-        return cond is not None and cond["status"] == "False"
-    await eventually(waiting, "BackendReachable False")
+        return cond is not None and cond["status"] == "False" and \
+            "deletion waits" in cond["message"]
+    await eventually(waiting, "BackendReachable False while deleting")
     host = await cluster.get("h8")
     assert host is not None and host["metadata"].get("deletionTimestamp")
     cond = condition(host, "BackendReachable")
