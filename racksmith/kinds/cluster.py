@@ -22,6 +22,7 @@ from racksmith.kinds.base import (
     condition_column,
 )
 from racksmith.kinds.common import Condition, LabelSelector, ObjectReference, conditions_field
+from racksmith.kinds.metal import Image
 
 GROUP = "cluster.racksmith.io"
 CATEGORIES = ("racksmith", "lifecycle")
@@ -266,6 +267,11 @@ class ClusterReleaseSpec(RacksmithModel):
         default=None, description="Kubernetes version it deploys."
     )
     description: str | None = Field(default=None, description="Release notes summary.")
+    os_image: Image | None = Field(
+        default=None,
+        description="OS image the machines are provisioned with; empty uses the controller's "
+        "default (`racksmith up` sets it to the virtual datacenter's sample image).",
+    )
     state_items: list[StateItem] = Field(
         default_factory=list,
         description="State items, applied in order within each phase.",
