@@ -47,6 +47,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
     "ADMIN_GROUPS",
+    "AGENT_GROUPS",
+    "AGENT_USER",
     "ADMIN_USER",
     "Pki",
     "PkiError",
@@ -54,6 +56,7 @@ __all__ = [
     "User",
     "ensure_admin_token",
     "ensure_pki",
+    "ensure_user_token",
     "load_tokens",
     "write_kubeconfig",
 ]
@@ -62,6 +65,9 @@ log = logging.getLogger(__name__)
 
 ADMIN_USER = "racksmith-admin"
 ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
+#: The host agents' user (one token per installation; there is no RBAC yet).
+AGENT_USER = "racksmith-agent"
+AGENT_GROUPS: tuple[str, ...] = ("system:nodes",)
 TOKENS_FILE = "tokens.csv"
 PKI_DIR = "pki"
 
@@ -392,12 +398,21 @@ def ensure_admin_token(data_dir: Path) -> str:
     Idempotent: an existing admin token is reused, other users' lines are kept.
     The file is (re)written atomically with mode 0600.
     """
+    return ensure_user_token(data_dir, ADMIN_USER, ADMIN_GROUPS)
+
+
+def ensure_user_token(data_dir: Path, name: str, groups: tuple[str, ...]) -> str:
+    """Return user ``name``'s token from ``data_dir/tokens.csv``, creating it if needed.
+
+    Idempotent: an existing token of that user is reused, other users' lines are
+    kept. The file is (re)written atomically with mode 0600.
+    """
     _private_dir(data_dir)
     path = data_dir / TOKENS_FILE
     existing = ""
     if path.exists():
         for token, user in load_tokens(path).items():
-            if user.name == ADMIN_USER:
+            if user.name == name:
                 if path.stat().st_mode & 0o077:
                     log.warning("%s was readable by others; setting mode 0600", path)
                     path.chmod(0o600)
@@ -406,9 +421,9 @@ def ensure_admin_token(data_dir: Path) -> str:
         if existing and not existing.endswith("\n"):
             existing += "\n"
     token = secrets.token_urlsafe(32)
-    admin = User(name=ADMIN_USER, uid=str(uuid.uuid4()), groups=ADMIN_GROUPS)
-    _atomic_write(path, (existing + _token_line(token, admin)).encode("utf-8"))
-    log.info("created the %s token in %s", ADMIN_USER, path)
+    user = User(name=name, uid=str(uuid.uuid4()), groups=groups)
+    _atomic_write(path, (existing + _token_line(token, user)).encode("utf-8"))
+    log.info("created the %s token in %s", name, path)
     return token
 
 

@@ -66,6 +66,7 @@ class ApiServer:
         self.service = ResourceService(self.store)
         self.lifecycle = Lifecycle(self.service, self.registry)
         self.token = ""
+        self.agent_token = ""
         self.ca_pem: bytes | None = None
         self.port = self.config.port
         self._runner: web.AppRunner | None = None
@@ -82,6 +83,7 @@ class ApiServer:
     async def start(self, bootstrap: Iterable[Obj] = ()) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.token = pki.ensure_admin_token(self.data_dir)
+        self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
         tokens = pki.load_tokens(self.data_dir / "tokens.csv")
         ssl_context = None
         if not self.config.insecure_http:
