@@ -47,9 +47,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
     "ADMIN_GROUPS",
+    "ADMIN_USER",
     "AGENT_GROUPS",
     "AGENT_USER",
-    "ADMIN_USER",
     "Pki",
     "PkiError",
     "TokenFileError",

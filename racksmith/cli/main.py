@@ -1,7 +1,8 @@
 """The ``racksmith`` command line.
 
 Owns: the commands and their flags — ``up`` (API server + controllers in the
-foreground), ``apiserver`` (the API server alone), ``crds`` (every CRD
+foreground), ``apiserver`` (the API server alone), ``agent`` (the host
+agent, :mod:`racksmith.agent`), ``crds`` (every CRD
 manifest as a YAML stream, for a real cluster), ``version``. Parsing only;
 the work is done by :mod:`racksmith.app`.
 """
@@ -135,6 +136,30 @@ def emulator(
     _logging(log_level)
     asyncio.run(run_emulator(data_dir, count, ironic_url, redfish_port=redfish_port,
                              agent_port=agent_port, http_port=http_port))
+
+
+@app.command()
+def agent(
+    config: Path = typer.Option(..., "--config", help="Agent config (used as given, not "
+                                "under --root)."),
+    root: Path = typer.Option(Path("/"), help="Root of the host's file system; state item "
+                              "paths are relative to it."),
+    emulated: bool = typer.Option(False, "--emulated", help="Emulated host: state under "
+                                  "--root only, no processes, an emulated kubelet."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print each item's planned "
+                                 "actions; change nothing, write no status."),
+    once: bool = typer.Option(False, "--once", help="Apply once, report, exit (0 if "
+                              "Ready, 1 if not)."),
+    log_level: str = typer.Option("info", help="Log level."),
+    log_format: str = typer.Option("console", help="console or json."),
+) -> None:
+    """Run the host agent: apply this machine's LCMMachine state items."""
+    from racksmith.agent import run_agent
+
+    _logging(log_level, log_format)
+    code = asyncio.run(run_agent(config, root=root, emulated=emulated, dry_run=dry_run,
+                                 once=once))
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -11,7 +11,8 @@ root disk's file (``image_writer``), ``erase_devices_metadata`` zeroes disk star
 The Redfish emulator tells the agent about power and boot changes by PUTting
 each system's JSON to ``/notify`` (sushy-tools' external notifier): power On
 with boot device Cd/Pxe boots the ramdisk after ``boot_delay``; boot device
-Hdd boots the "installed OS" (no agent); power Off stops everything.
+Hdd boots the installed OS (``osboot``, when one is given: it starts the
+racksmith agent the config drive asks for); power Off stops everything.
 
 Protocol facts (tokens per boot, microversions, short command names, error
 shapes) follow /work/shared/IPA-PROTOCOL-NOTES.md. Started by
@@ -41,6 +42,7 @@ from racksmith.emulator import ipa_inventory
 from racksmith.emulator.disks import DiskStore
 from racksmith.emulator.image_writer import CommandFailed, ImageWriter
 from racksmith.emulator.inventory import EmulatedHost
+from racksmith.emulator.osboot import OSBoot
 
 log = structlog.get_logger("racksmith.emulator.agent")
 
@@ -153,7 +155,9 @@ class AgentServer:
     """Ramdisk agents of all hosts behind one HTTP server on 127.0.0.1.
 
     ``power_off(host)`` must power the host off through its BMC (the
-    datacenter passes a Redfish client). ``start``/``stop`` are idempotent.
+    datacenter passes a Redfish client). ``os_boot`` boots the installed OS
+    on disk boots (None: a disk boot only sets the state). ``start``/``stop``
+    are idempotent; ``stop`` also stops every OS process.
     """
 
     def __init__(
@@ -163,8 +167,10 @@ class AgentServer:
         settings: AgentSettings,
         power_off: PowerOff,
         port: int = 0,
+        os_boot: OSBoot | None = None,
     ) -> None:
         self.settings = settings
+        self.os_boot = os_boot
         self.disks = disks
         self._power_off = power_off
         self._port = port
@@ -212,6 +218,8 @@ class AgentServer:
         """Listen on 127.0.0.1 (``port=0`` picks a free port)."""
         if self._runner is not None:
             return
+        if self.os_boot is not None:
+            self.os_boot.reopen()
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_put("/notify", self._handle_notify)
@@ -250,6 +258,8 @@ class AgentServer:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+        if self.os_boot is not None:
+            await self.os_boot.stop_all()
 
     # --- power and boot (from the BMC's notifications) --------------------
 
@@ -266,6 +276,7 @@ class AgentServer:
                 agent.note("powered off")
                 log.info("host powered off", host=agent.host.name)
                 self._halt(agent)
+            self._want_os(agent, False)
             return
         if agent.is_on:
             return  # already running; a boot device change takes effect next boot
@@ -278,13 +289,25 @@ class AgentServer:
             agent.state = AgentState.BOOTING
             agent.note(f"powered on, booting the ramdisk from {agent.boot_device}")
             log.info("host booting ramdisk", host=agent.host.name, device=agent.boot_device)
+            self._want_os(agent, False)
             self._spawn(agent, self._ramdisk(agent, delay))
         elif agent.boot_device == "Hdd":
             agent.state = AgentState.OS
             agent.note("powered on, booting from disk")
             log.info("host booting from disk", host=agent.host.name)
+            if self.os_boot is not None:
+                self._spawn(agent, self._boot_os(agent, delay))
         else:
             agent.state = AgentState.NO_BOOT_DEVICE
+
+    def _want_os(self, agent: HostAgent, running: bool) -> None:
+        if self.os_boot is not None:
+            self.os_boot.want(agent.host, running)
+
+    async def _boot_os(self, agent: HostAgent, power_delay: float) -> None:
+        # Cancelled with the host's other tasks if it powers off first.
+        await asyncio.sleep(power_delay + self.settings.boot_delay)
+        self._want_os(agent, True)
 
     def _spawn(self, agent: HostAgent, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)

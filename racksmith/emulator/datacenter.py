@@ -13,6 +13,7 @@ Layout under ``data_dir``::
     emulator/http/            served at http_url (Ironic's http_root)
     emulator/http/images/     deploy.iso, sample-os.img(.sha256sum)
     emulator/hosts/<host>/disks/<disk>.img
+    emulator/hosts/<host>/root/    the installed OS's files (``osboot``)
     emulator/redfish/         sushy-tools config, state, log
     emulator/bmc-passwords.json   current BMC passwords (0600)
 
@@ -39,6 +40,7 @@ from racksmith.emulator.agent import AgentServer, AgentSettings
 from racksmith.emulator.disks import DiskStore
 from racksmith.emulator.images import SAMPLE_IMAGE, ImageServer, PublishedImage
 from racksmith.emulator.inventory import DiskInfo, EmulatedHost, generate_hosts
+from racksmith.emulator.osboot import OSBoot
 from racksmith.emulator.redfish import RedfishEmulator
 
 log = structlog.get_logger("racksmith.emulator.datacenter")
@@ -99,6 +101,7 @@ class VirtualDatacenter:
         self._passwords = {h.name: h.bmc_password for h in self.hosts}
         self._passwords.update(self._load_passwords())
         self.disks = DiskStore(self.root / "hosts")
+        self.os_boot = OSBoot(self.disks)
         self.images = ImageServer(self.root / "http", http_port or free_port())
         self.agent = AgentServer(
             self.hosts,
@@ -111,6 +114,7 @@ class VirtualDatacenter:
             ),
             power_off=self._power_off,
             port=agent_port or free_port(),
+            os_boot=self.os_boot,
         )
         self.redfish = RedfishEmulator(
             self.root / "redfish",
@@ -149,7 +153,8 @@ class VirtualDatacenter:
         )
 
     async def stop(self) -> None:
-        """Stop the BMCs, the agent and the image server."""
+        """Stop the BMCs, the agent (and the hosts' OS processes) and the
+        image server."""
         await self.redfish.stop()
         await self.agent.stop()
         await self.images.stop()
@@ -233,7 +238,8 @@ class VirtualDatacenter:
 
     async def _resume(self) -> None:
         """Hosts left powered on by an earlier run boot again (as after a
-        power cut): the agent learns their state from the BMCs."""
+        power cut): the agent learns their state from the BMCs; an OS booted
+        from disk adopts its agent processes if they still run."""
         for host in self.hosts:
             try:
                 system = await self._redfish_get(host, f"/redfish/v1/Systems/{host.uuid}")

@@ -1,0 +1,366 @@
+"""The state-item executors: what each item type checks on the host and changes.
+
+Owns the per-type semantics of the contracts ("The agent"): ``file``,
+``package``, ``service``, ``command`` and ``kubeadm``. Each executor only
+*checks* (reads the host) and proposes :class:`Action` s, each with the exact
+text of what it would do; :func:`apply` runs them, :func:`check` alone is the
+dry run. An up-to-date item proposes nothing, so re-applying on an
+unchanged host reports ``changed=False`` for every item.
+
+All host access goes through the ``Host`` seam (``host``); the built-in
+``kubectl cordon|uncordon <node>`` of an emulated host goes through
+:class:`NodeControl` (the API). Called by ``loop`` for every item, in order.
+Raises :class:`ItemError` for bad parameters and ``HostError`` when the host
+refuses; both messages end up in the item's status.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from racksmith.agent import kubeadm
+from racksmith.agent.host import Host, HostError, render_argv
+from racksmith.kinds.cluster import StateItem, StateItemType
+
+__all__ = [
+    "EXECUTORS",
+    "NODE_NAME_VAR",
+    "Action",
+    "ExecContext",
+    "ItemError",
+    "NodeControl",
+    "apply",
+    "check",
+]
+
+NODE_NAME_VAR = "$(NODE_NAME)"
+DEFAULT_FILE_MODE = 0o644
+
+
+class ItemError(Exception):
+    """A state item cannot be applied as written (bad or missing parameters)."""
+
+
+class NodeControl(Protocol):
+    """The Node operations of the built-in ``kubectl cordon|uncordon``."""
+
+    async def is_unschedulable(self, node: str) -> bool | None:
+        """``spec.unschedulable`` of ``node``; None when the Node does not exist."""
+        ...
+
+    async def set_unschedulable(self, node: str, value: bool) -> None:
+        """Patch ``spec.unschedulable``; may be called repeatedly."""
+        ...
+
+
+@dataclass
+class ExecContext:
+    """What executors need besides the item.
+
+    ``server``: the API URL written into the emulated kubelet.conf.
+    ``on_kubelet_conf``: awaited after an emulated kubeadm item wrote
+    kubelet.conf (starts the emulated kubelet before the next item).
+    ``dry_run``: never evaluate guards that run processes.
+    """
+
+    host: Host
+    node_name: str
+    server: str = ""
+    nodes: NodeControl | None = None
+    dry_run: bool = False
+    on_kubelet_conf: Callable[[], Awaitable[None]] | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """One change an executor proposes: its exact description and how to do it."""
+
+    text: str
+    run: Callable[[], Awaitable[None]]
+
+
+Executor = Callable[[Mapping[str, Any], ExecContext], Awaitable[list[Action]]]
+
+
+async def check(item: StateItem, ctx: ExecContext) -> list[Action]:
+    """The actions that would bring the host to ``item``; [] when it is up to date."""
+    executor = EXECUTORS.get(item.type)
+    if executor is None:
+        raise ItemError(f"unknown state item type {item.type!r}")
+    return await executor(item.params, ctx)
+
+
+async def apply(item: StateItem, ctx: ExecContext) -> bool:
+    """Check, then do every proposed action in order; returns whether anything changed."""
+    actions = await check(item, ctx)
+    for action in actions:
+        await action.run()
+    return bool(actions)
+
+
+# --- file ------------------------------------------------------------------------------
+
+
+def _mode(value: Any) -> int:
+    if value is None:
+        return DEFAULT_FILE_MODE
+    if isinstance(value, bool):
+        raise ItemError(f"params.mode {value!r} is not a file mode")
+    if isinstance(value, int):
+        mode = value
+    else:
+        try:
+            mode = int(str(value), 8)
+        except ValueError:
+            raise ItemError(f"params.mode {value!r} is not an octal file mode") from None
+    if not 0 <= mode <= 0o7777:
+        raise ItemError(f"params.mode {value!r} is out of range")
+    return mode
+
+
+def _owner_differs(wanted: str, actual: str | None) -> bool:
+    if actual is None:
+        return False  # ownership not tracked on this host
+    want_user, _, want_group = wanted.partition(":")
+    user, _, group = actual.partition(":")
+    return want_user != user or (bool(want_group) and want_group != group)
+
+
+async def _file(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
+    path = _required_str(params, "path")
+    if "content" not in params or not isinstance(params["content"], str):
+        raise ItemError("params.content must be a string")
+    content = params["content"].encode()
+    mode = _mode(params.get("mode"))
+    owner = params.get("owner")
+    host = ctx.host
+    host.resolve(path)  # rejects relative or escaping paths before anything else
+    current = host.read_file(path)
+    actions: list[Action] = []
+    if current != content:
+
+        async def write() -> None:
+            host.write_file(path, content, mode)
+
+        actions.append(Action(f"write {path} ({len(content)} bytes, mode {mode:04o})", write))
+    elif host.file_mode(path) != mode:
+
+        async def chmod() -> None:
+            host.set_mode(path, mode)
+
+        actions.append(Action(f"chmod {mode:04o} {path}", chmod))
+    if owner:
+        owner_s = str(owner)
+        if current != content or _owner_differs(owner_s, host.file_owner(path)):
+
+            async def chown() -> None:
+                host.set_owner(path, owner_s)
+
+            if not host.emulated:
+                actions.append(Action(f"chown {owner_s} {path}", chown))
+    return actions
+
+
+# --- package ---------------------------------------------------------------------------
+
+
+async def _package(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
+    name = _required_str(params, "name")
+    version = params.get("version")
+    version_s = str(version) if version not in (None, "") else None
+    installed = await ctx.host.package_version(name)
+    if installed is not None and (version_s is None or installed == version_s):
+        return []
+
+    async def install() -> None:
+        await ctx.host.install_package(name, version_s)
+
+    return [Action(ctx.host.install_package_argv(name, version_s), install)]
+
+
+# --- service ---------------------------------------------------------------------------
+
+
+async def _service(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
+    name = _required_str(params, "name")
+    enabled = _bool(params, "enabled", True)
+    running = _bool(params, "running", True)
+    state = await ctx.host.service_state(name)
+    verbs: list[str] = []
+    if state.enabled != enabled:
+        verbs.append("enable" if enabled else "disable")
+    if state.running != running:
+        verbs.append("start" if running else "stop")
+    return [_service_action(ctx.host, name, verb) for verb in verbs]
+
+
+def _service_action(host: Host, name: str, verb: str) -> Action:
+    async def change() -> None:
+        await host.change_service(name, verb)
+
+    return Action(host.service_action(name, verb), change)
+
+
+# --- command ---------------------------------------------------------------------------
+
+
+def _argv(value: Any, node_name: str, field: str) -> list[str]:
+    """``value`` as argv with ``$(NODE_NAME)`` replaced; a string runs through ``sh -c``."""
+    if isinstance(value, str) and value.strip():
+        return ["sh", "-c", value.replace(NODE_NAME_VAR, node_name)]
+    if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
+        return [a.replace(NODE_NAME_VAR, node_name) for a in value]
+    raise ItemError(f"params.{field} must be a non-empty argv list or command string")
+
+
+def _builtin_kubectl(value: Any, node_name: str) -> tuple[str, str] | None:
+    """``(verb, node)`` when the command is ``kubectl cordon|uncordon <node>``."""
+    if isinstance(value, str):
+        try:
+            tokens = shlex.split(value.replace(NODE_NAME_VAR, node_name))
+        except ValueError:
+            return None
+    elif isinstance(value, list) and all(isinstance(a, str) for a in value):
+        tokens = [a.replace(NODE_NAME_VAR, node_name) for a in value]
+    else:
+        return None
+    if len(tokens) == 3 and tokens[0] == "kubectl" and tokens[1] in ("cordon", "uncordon"):
+        return tokens[1], tokens[2]
+    return None
+
+
+async def _command(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
+    host = ctx.host
+    argv = _argv(params.get("command"), ctx.node_name, "command")
+    creates = params.get("creates")
+    if creates is not None:
+        if not isinstance(creates, str):
+            raise ItemError("params.creates must be a path")
+        creates = creates.replace(NODE_NAME_VAR, ctx.node_name)
+        if host.exists(creates):
+            return []
+    unless = params.get("unless")
+    unless_argv = _argv(unless, ctx.node_name, "unless") if unless is not None else None
+    builtin = _builtin_kubectl(params["command"], ctx.node_name) if host.emulated else None
+    if builtin is not None:
+        return await _kubectl_builtin(*builtin, ctx)
+
+    async def run() -> None:
+        result = await host.run_command(argv)
+        if result.returncode != 0:
+            raise HostError(f"{render_argv(argv)}: {result.describe()}")
+        if creates is not None and host.emulated:
+            host.touch(creates)
+
+    text = host.command_action(argv)
+    if creates is not None and host.emulated:
+        text += f", then create {creates}"
+    if unless_argv is not None:
+        if ctx.dry_run and not host.emulated:
+            # A dry run starts no process, not even a guard.
+            guarded = unless_argv
+
+            async def guarded_run() -> None:
+                if not await host.guard_passes(guarded, argv):
+                    await run()
+
+            return [Action(f"unless {render_argv(guarded)} exits 0: {text}", guarded_run)]
+        if await host.guard_passes(unless_argv, argv):
+            return []
+    return [Action(text, run)]
+
+
+async def _kubectl_builtin(verb: str, node: str, ctx: ExecContext) -> list[Action]:
+    if ctx.nodes is None:
+        raise ItemError(f"kubectl {verb} needs the API, which this agent has not")
+    nodes = ctx.nodes
+    want = verb == "cordon"
+    text = f"patch Node {node} spec.unschedulable={str(want).lower()} (kubectl {verb})"
+    current = await nodes.is_unschedulable(node)
+    if current is None and not ctx.dry_run:
+        raise HostError(f"kubectl {verb} {node}: Node {node} is not registered yet")
+    if current == want:
+        return []
+
+    async def patch() -> None:
+        await nodes.set_unschedulable(node, want)
+
+    return [Action(text, patch)]
+
+
+# --- kubeadm ---------------------------------------------------------------------------
+
+
+async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
+    host = ctx.host
+    phase = params.get("phase")
+    if phase not in kubeadm.KUBEADM_PHASES:
+        raise ItemError(f"params.phase must be one of {', '.join(kubeadm.KUBEADM_PHASES)}")
+    cluster = params.get("cluster")
+    if not isinstance(cluster, dict):
+        raise ItemError("params.cluster is missing (the planner fills it in)")
+    configuration = params.get("configuration")
+    if configuration is not None and not isinstance(configuration, dict):
+        raise ItemError("params.configuration must be a mapping")
+    path = kubeadm.config_path(phase)
+    content = kubeadm.render_config(phase, cluster, ctx.node_name, configuration).encode()
+    actions: list[Action] = []
+    if host.read_file(path) != content or host.file_mode(path) != 0o600:
+
+        async def write_config() -> None:
+            host.write_file(path, content, 0o600)
+
+        actions.append(Action(f"write {path} ({len(content)} bytes, mode 0600)", write_config))
+    if host.exists(kubeadm.KUBELET_CONF):
+        return actions
+    if host.emulated:
+        conf = kubeadm.render_kubelet_conf(cluster, ctx.node_name, ctx.server).encode()
+
+        async def write_kubelet_conf() -> None:
+            host.write_file(kubeadm.KUBELET_CONF, conf, 0o600)
+            if ctx.on_kubelet_conf is not None:
+                await ctx.on_kubelet_conf()
+
+        actions.append(Action(
+            f"write {kubeadm.KUBELET_CONF} ({len(conf)} bytes, mode 0600), "
+            "then start the emulated kubelet",
+            write_kubelet_conf,
+        ))
+        return actions
+    argv = ["kubeadm", phase, "--config", str(host.resolve(path))]
+
+    async def run_kubeadm() -> None:
+        result = await host.run_command(argv)
+        if result.returncode != 0:
+            raise HostError(f"{render_argv(argv)}: {result.describe()}")
+
+    actions.append(Action(host.command_action(argv), run_kubeadm))
+    return actions
+
+
+#: Item type → executor; a type missing here fails the item (never skipped).
+EXECUTORS: dict[StateItemType, Executor] = {
+    StateItemType.FILE: _file,
+    StateItemType.PACKAGE: _package,
+    StateItemType.SERVICE: _service,
+    StateItemType.COMMAND: _command,
+    StateItemType.KUBEADM: _kubeadm,
+}
+
+
+def _required_str(params: Mapping[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise ItemError(f"params.{key} must be a non-empty string")
+    return value
+
+
+def _bool(params: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = params.get(key, default)
+    if not isinstance(value, bool):
+        raise ItemError(f"params.{key} must be true or false")
+    return value
+

@@ -1,0 +1,238 @@
+"""The emulated kubelet: an emulated host's Node and its Lease, inside the agent.
+
+Owns, in emulated mode only and while ``<root>/etc/kubernetes/kubelet.conf``
+exists (contracts, "The agent"): creating Node ``nodeName`` when absent
+(labels ``kubernetes.io/{hostname,os,arch}``, ``spec.unschedulable: true``
+at creation only), posting its status every ``kubelet_status`` seconds
+through the status subresource (addresses, capacity/allocatable, nodeInfo,
+Ready True and Memory/Disk/PIDPressure False) and renewing Lease
+``kube-node-lease/<node>`` on the same tick.
+
+Addresses: InternalIP is the first address of the netplan file
+``/etc/netplan/60-racksmith.yaml`` inside a ``controlPlaneCIDRs`` network
+(tried in order) of the kubeadm config's cluster context, else the first
+address; plus Hostname. Capacity comes from ``/etc/racksmith/hardware.json``
+(``cpus``, ``memoryBytes``). Role labels and taints are the Machine
+controller's. Started by ``main``; the kubeadm executor wakes it through
+:meth:`EmulatedKubelet.sync` as soon as kubelet.conf is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import structlog
+import yaml
+
+from racksmith.agent import kubeadm
+from racksmith.agent.config import AgentTiming
+from racksmith.agent.host import Host
+from racksmith.agent.kube import AgentKube, rfc3339
+from racksmith.planners.release import NETPLAN_PATH
+from racksmith.runtime.clock import Clock, wait_event
+
+__all__ = [
+    "HARDWARE_PATH",
+    "EmulatedKubelet",
+    "capacity_from_hardware",
+    "internal_ip",
+    "netplan_addresses",
+]
+
+HARDWARE_PATH = "/etc/racksmith/hardware.json"
+MAX_PODS = "110"
+_NETPLAN_SECTIONS = ("ethernets", "bonds", "vlans", "bridges")
+_PRESSURES = (
+    ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+)
+
+log = structlog.get_logger("racksmith.agent.kubelet")
+
+
+def netplan_addresses(document: Any) -> list[str]:
+    """Every address (without prefix) of a netplan document, in file order."""
+    network = document.get("network") if isinstance(document, dict) else None
+    if not isinstance(network, dict):
+        return []
+    found: list[str] = []
+    for section, devices in network.items():
+        if section not in _NETPLAN_SECTIONS or not isinstance(devices, dict):
+            continue
+        for device in devices.values():
+            addresses = device.get("addresses") if isinstance(device, dict) else None
+            entries: Iterable[Any] = addresses if isinstance(addresses, list) else []
+            for entry in entries:
+                # An entry is "ip/prefix" or a one-key mapping {"ip/prefix": {options}}.
+                text = next(iter(entry), None) if isinstance(entry, dict) else entry
+                if isinstance(text, str) and text:
+                    found.append(text.split("/")[0])
+    return found
+
+
+def internal_ip(addresses: list[str], cidrs: Iterable[str]) -> str | None:
+    """The first address inside the first matching CIDR (in order), else the first address."""
+    for cidr in cidrs:
+        try:
+            network = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            continue
+        for address in addresses:
+            try:
+                if ipaddress.ip_address(address) in network:
+                    return address
+            except ValueError:
+                continue
+    return addresses[0] if addresses else None
+
+
+def capacity_from_hardware(hardware: Mapping[str, Any]) -> dict[str, str]:
+    """Node capacity (cpu, memory, pods) from hardware.json."""
+    capacity = {"pods": MAX_PODS}
+    cpus = hardware.get("cpus")
+    if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0:
+        capacity["cpu"] = str(cpus)
+    memory = hardware.get("memoryBytes")
+    if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+        capacity["memory"] = f"{memory // 1024}Ki"
+    return capacity
+
+
+class EmulatedKubelet:
+    """Registers and keeps alive the Node of an emulated host (module docstring)."""
+
+    def __init__(
+        self, host: Host, kube: AgentKube, node_name: str, clock: Clock,
+        timing: AgentTiming = AgentTiming(),
+    ) -> None:
+        self.host = host
+        self.kube = kube
+        self.node_name = node_name
+        self.clock = clock
+        self.timing = timing
+        self._started: datetime | None = None
+        self._node_uid: str | None = None
+        self._lock = asyncio.Lock()
+
+    def is_configured(self) -> bool:
+        return self.host.exists(kubeadm.KUBELET_CONF)
+
+    async def sync(self) -> bool:
+        """One kubelet tick: register the Node if absent, post status, renew the Lease.
+
+        Returns False (doing nothing) while kubelet.conf does not exist.
+        """
+        async with self._lock:
+            if not self.is_configured():
+                return False
+            now = self.clock.wall()
+            if self._started is None:
+                self._started = now
+            context = kubeadm.read_cluster_context(self.host)
+            status = self._status(context, now)
+            if self._node_uid is None:
+                node = await self.kube.get_node(self.node_name)
+                if node is None:
+                    node = await self.kube.create_node(self._node(status))
+                    if node is not None:
+                        log.info("node registered", node=self.node_name)
+                    else:
+                        node = await self.kube.get_node(self.node_name)
+                self._node_uid = ((node or {}).get("metadata") or {}).get("uid")
+            await self.kube.patch_node_status(self.node_name, status)
+            await self.kube.renew_lease(
+                self.node_name, self._node_uid, self.timing.lease_duration, now
+            )
+            return True
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick every ``kubelet_status`` seconds until ``stop`` is set."""
+        while not stop.is_set():
+            try:
+                await self.sync()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the API may be away; the next tick retries
+                log.warning("kubelet sync failed", node=self.node_name, error=str(exc))
+                self._node_uid = None
+            await wait_event(self.clock, stop, self.timing.kubelet_status)
+
+    def _node(self, status: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": self.node_name,
+                "labels": {
+                    "kubernetes.io/hostname": self.node_name,
+                    "kubernetes.io/os": "linux",
+                    "kubernetes.io/arch": "amd64",
+                },
+            },
+            "spec": {"unschedulable": True},
+            "status": status,
+        }
+
+    def _status(self, context: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        addresses: list[dict[str, str]] = []
+        netplan = self.host.read_file(NETPLAN_PATH)
+        if netplan is not None:
+            try:
+                found = netplan_addresses(yaml.safe_load(netplan))
+            except yaml.YAMLError:
+                found = []
+            cidrs = context.get("controlPlaneCIDRs") or []
+            ip = internal_ip(found, cidrs if isinstance(cidrs, list) else [])
+            if ip is not None:
+                addresses.append({"type": "InternalIP", "address": ip})
+        addresses.append({"type": "Hostname", "address": self.node_name})
+        capacity = capacity_from_hardware(self._hardware())
+        version = str(context.get("kubernetesVersion") or "")
+        if version and not version.startswith("v"):
+            version = f"v{version}"
+        since = rfc3339(self._started or now)
+        beat = rfc3339(now)
+        conditions = [
+            {"type": kind, "status": "False", "reason": reason, "message": message,
+             "lastHeartbeatTime": beat, "lastTransitionTime": since}
+            for kind, reason, message in _PRESSURES
+        ]
+        conditions.append({
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "kubelet is posting ready status (emulated)",
+            "lastHeartbeatTime": beat, "lastTransitionTime": since,
+        })
+        return {
+            "addresses": addresses,
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "conditions": conditions,
+            "nodeInfo": {
+                "architecture": "amd64",
+                "operatingSystem": "linux",
+                "osImage": "Racksmith emulated OS",
+                "kernelVersion": "emulated",
+                "containerRuntimeVersion": "emulated://0",
+                "kubeletVersion": version,
+                "kubeProxyVersion": version,
+                "machineID": self.node_name,
+                "systemUUID": self.node_name,
+                "bootID": self.node_name,
+            },
+        }
+
+    def _hardware(self) -> dict[str, Any]:
+        raw = self.host.read_file(HARDWARE_PATH)
+        if raw is None:
+            return {}
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
