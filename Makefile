@@ -36,7 +36,7 @@ debs:
 	fi
 
 up: install
-	$(BIN)/racksmith up --progress --emulate-hosts 4 --apply-emulated-hosts
+	$(BIN)/racksmith up --progress --emulate-hosts 6 --apply-emulated-hosts --apply examples/cluster
 
 lint: install
 	$(BIN)/ruff check racksmith tests bench

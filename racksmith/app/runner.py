@@ -11,6 +11,7 @@ controller run), ``/metrics`` and clean shutdown on SIGINT/SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import signal
@@ -22,6 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.manifests import load_manifests
+from racksmith.app.progress import follow_clusters
 from racksmith.app.services import (
     EmulatorService,
     IronicProcess,
@@ -30,14 +32,18 @@ from racksmith.app.services import (
     stable_ports,
 )
 from racksmith.app.settings import Settings
-from racksmith.controllers import all_controllers
+from racksmith.controllers import ClusterOptions, all_controllers
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
+from racksmith.kinds.metal import ChecksumType, Image
 from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
 
 log = logging.getLogger("racksmith")
+
+#: Namespace and name of the Secret with the host agents' API access.
+AGENT_SECRET = ("racksmith-system", "racksmith-agent")
 
 Step = Callable[[str], None]
 
@@ -58,6 +64,7 @@ class Racksmith:
     _ironic_client: IronicClient | None = None
     provisioner: IronicProvisioner | None = None
     _manager_task: asyncio.Task[None] | None = None
+    _progress_task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _server_started: bool = False
 
@@ -81,6 +88,7 @@ class Racksmith:
         await self.server.start(bootstrap=all_crds())
         self._server_started = True
         self.on_step(f"API server on {self.server.url}")
+        await self._publish_agent_config()
         if s.with_ironic and self.with_controllers:
             await self._start_provisioning()
         manifests = list(s.apply)
@@ -96,7 +104,9 @@ class Racksmith:
             registry = CollectorRegistry()
             controllers = all_controllers(self._client, workers=s.controller_workers,
                                           provisioner=self.provisioner, registry=registry,
-                                          ipam=True)
+                                          ipam=True, cluster=ClusterOptions(
+                                              default_image=self._default_image(),
+                                              agent_secret=AGENT_SECRET))
             self.manager = Manager(self._client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace="kube-system", registry=registry)
@@ -107,7 +117,35 @@ class Racksmith:
                 await asyncio.sleep(0.05)
             if self._manager_task.done():
                 self._manager_task.result()
+            self._progress_task = asyncio.create_task(
+                follow_clusters(self._client, self.on_step), name="cluster-progress")
         self.on_step("ready")
+
+    async def _publish_agent_config(self) -> None:
+        """The Secret the Machine controller builds host agents' user data from:
+        this API server's URL, its CA and the agent token (see
+        docs/design/cluster-contracts.md). Re-applied on every start, since the
+        URL or CA may change."""
+        assert self.server is not None
+        namespace, name = AGENT_SECRET
+        await self.server.apply({"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": namespace}}, manager="racksmith")
+        data = {"server": self.server.url, "token": self.server.agent_token,
+                "ca.crt": (self.server.ca_pem or b"").decode("ascii")}
+        await self.server.apply({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/part-of": "racksmith"}},
+            "data": {k: base64.b64encode(v.encode()).decode("ascii") for k, v in data.items()},
+        }, manager="racksmith")
+
+    def _default_image(self) -> Image | None:
+        """The OS image for releases that name none: the virtual datacenter's
+        sample image when emulating, else none (the release must say)."""
+        if self.emulator is None:
+            return None
+        image = self.emulator.dc.sample_image()
+        return Image(url=image.url, checksum=image.sha256, checksum_type=ChecksumType.SHA256)
 
     async def _start_provisioning(self) -> None:
         """Ironic (started here or given), its HTTP root, the provisioner and,
@@ -142,6 +180,10 @@ class Racksmith:
         self.provisioner = IronicProvisioner(self._ironic_client, settings)
 
     async def stop(self) -> None:
+        if self._progress_task is not None:
+            self._progress_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._progress_task
         if self.manager is not None:
             await self.manager.stop()
         if self._manager_task is not None:

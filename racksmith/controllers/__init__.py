@@ -1,21 +1,40 @@
 """Racksmith's controllers, one per kind, talking only through the API.
 
-Owns: the list of controllers ``racksmith up`` runs (:func:`all_controllers`).
-Each controller lives in its own package and is built from an ApiClient and
-its collaborators; later issues add IPAM, Cluster/Machine, Volume and LCM
-controllers here.
+Owns: the list of controllers ``racksmith up`` runs (:func:`all_controllers`)
+and the options of the cluster layer (:class:`ClusterOptions`). Each
+controller lives in its own package and is built from an ApiClient and its
+collaborators.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from racksmith.controllers.baremetalhost import baremetalhost_controller
+from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.ipam import subnet_controller
+from racksmith.controllers.ipamhost import ipamhost_controller, l2template_controller
+from racksmith.controllers.machine import machine_controller
+from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.controller import Controller
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """What the cluster layer (Machine, Cluster, IpamHost, L2Template
+    controllers) needs from the composition root.
+
+    ``default_image``: the OS image for releases without ``spec.osImage``.
+    ``agent_secret``: (namespace, name) of the Secret with the API URL, CA and
+    token written into host agents' user data.
+    """
+
+    default_image: Image | None = None
+    agent_secret: tuple[str, str] = ("racksmith-system", "racksmith-agent")
 
 
 def all_controllers(
@@ -25,16 +44,27 @@ def all_controllers(
     provisioner: Provisioner | None = None,
     registry: CollectorRegistry | None = None,
     ipam: bool = False,
+    cluster: ClusterOptions | None = None,
 ) -> list[Controller]:
     """Every controller of this release: the BareMetalHost controller when a
-    ``provisioner`` (the backend that drives servers) is given, and the IPAM
-    (Subnet) controller when ``ipam`` is true — it needs no provisioner.
-    ``registry`` receives the controllers' own metrics (pass the manager's)."""
+    ``provisioner`` (the backend that drives servers) is given, the IPAM
+    (Subnet) controller when ``ipam`` is true — it needs no provisioner — and
+    the cluster layer (Machine, Cluster, IpamHost, L2Template) when
+    ``cluster`` is given. ``registry`` receives the controllers' own metrics
+    (pass the manager's)."""
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
             baremetalhost_controller(api_client, provisioner, workers=workers, registry=registry)
         )
-    if ipam:
+    if ipam or cluster is not None:
         controllers.append(subnet_controller(api_client, workers=min(workers, 2)))
+    if cluster is not None:
+        controllers.extend([
+            ipamhost_controller(api_client, workers=min(workers, 2)),
+            l2template_controller(api_client, workers=1),
+            machine_controller(api_client, default_image=cluster.default_image,
+                               agent_secret=cluster.agent_secret, workers=min(workers, 4)),
+            cluster_controller(api_client, workers=1),
+        ])
     return controllers

@@ -110,12 +110,15 @@ async def claim_address(
     *,
     mac: str | None = None,
     hint: TakenHint | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Claimed | NotClaimed:
     """Claim the lowest address of ``subnet`` not yet taken, for ``owner``.
 
     ``owner`` becomes ``spec.ownerRef`` and the owner labels; with a ``uid``
     and in the subnet's namespace it is also a metadata owner reference, so
-    the address is released when the owner is deleted. Raises ApiException
+    the address is released when the owner is deleted. ``labels`` are added
+    to the IPaddr's labels (e.g. which interface of the owner it is for), so
+    the claimer can find its claim again after a crash. Raises ApiException
     only for unexpected API errors; every expected outcome is a result.
     """
     model = subnet if isinstance(subnet, Subnet) else Subnet.model_validate(subnet)
@@ -135,7 +138,7 @@ async def claim_address(
             await _load(api, namespace, name, pool, hint)
         for value in _candidates(pool, hint):
             address = pool.address(value)
-            body = ipaddr_body(model, pool, address, owner, mac)
+            body = ipaddr_body(model, pool, address, owner, mac, labels)
             created = await _create(api, namespace, body)
             # Candidates skip only addresses known taken, so (without spread)
             # everything below this one is taken now too.
@@ -215,11 +218,12 @@ def pool_of(subnet: Subnet) -> Pool:
 
 
 def ipaddr_body(subnet: Subnet, pool: Pool, address: str, owner: ObjectReference,
-                mac: str | None = None) -> dict[str, Any]:
+                mac: str | None = None, extra_labels: Mapping[str, str] | None = None,
+                ) -> dict[str, Any]:
     """The IPaddr object that claims ``address`` of ``subnet`` for ``owner``."""
     namespace = subnet.metadata.namespace or "default"
     subnet_name = subnet.metadata.name or ""
-    labels = {SUBNET_LABEL: subnet_name}
+    labels = {**(extra_labels or {}), SUBNET_LABEL: subnet_name}
     for key, value in ((OWNER_KIND_LABEL, owner.kind or ""), (OWNER_NAME_LABEL, owner.name)):
         checked = label_value(value)
         if checked:

@@ -1,0 +1,60 @@
+"""The cluster progress lines of ``racksmith up --progress``.
+
+Owns: turning the Clusters and Machines the API holds into one line per
+cluster whenever it changes (``cluster default/demo: 2/6 Ready — Provisioning
+3, Deploying 1``), and a final line when a cluster becomes Ready. Reads
+through the Kubernetes client like any other client; never writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes_asyncio.client import CustomObjectsApi
+from kubernetes_asyncio.client.exceptions import ApiException
+
+GROUP, VERSION = "cluster.racksmith.io", "v1alpha1"
+
+
+def summarize(clusters: list[dict[str, Any]], machines: list[dict[str, Any]]) -> dict[str, str]:
+    """One progress line per cluster (key ``namespace/name``); pure."""
+    lines: dict[str, str] = {}
+    for cluster in clusters:
+        meta = cluster.get("metadata") or {}
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        mine = [m for m in machines
+                if (m.get("metadata") or {}).get("namespace") == ns
+                and (m.get("spec") or {}).get("clusterName") == name]
+        phases = Counter(str((m.get("status") or {}).get("phase") or "Pending") for m in mine)
+        ready = phases.pop("Ready", 0)
+        rest = ", ".join(f"{phase} {count}" for phase, count in sorted(phases.items()))
+        line = f"cluster {ns}/{name}: {ready}/{len(mine)} machines Ready"
+        if rest:
+            line += f" — {rest}"
+        elif mine:
+            line += " — the cluster is Ready"
+        lines[f"{ns}/{name}"] = line
+    return lines
+
+
+async def follow_clusters(api_client: Any, emit: Callable[[str], None],
+                          interval: float = 3.0) -> None:
+    """Emit a cluster's line each time it changes, until cancelled."""
+    custom = CustomObjectsApi(api_client)
+    shown: dict[str, str] = {}
+    while True:
+        try:
+            clusters = await custom.list_cluster_custom_object(GROUP, VERSION, "clusters")
+            machines = await custom.list_cluster_custom_object(GROUP, VERSION, "machines")
+        except ApiException:
+            await asyncio.sleep(interval)
+            continue
+        for key, line in summarize(clusters.get("items") or [],
+                                   machines.get("items") or []).items():
+            if shown.get(key) != line:
+                shown[key] = line
+                emit(line)
+        await asyncio.sleep(interval)

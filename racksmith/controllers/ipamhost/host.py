@@ -1,0 +1,354 @@
+"""The IpamHost controller: renders each host's netplan from its L2Template.
+
+Owns ``IpamHostReconciler`` and ``ipamhost_controller``. Per reconcile it
+re-reads the IpamHost, its Machine (``spec.l2TemplateSelector``,
+``spec.clusterName``), the Cluster (``spec.apiServer.vip`` for
+``cluster_api_lb_ip()``), the L2Templates of the namespace, the template's
+Subnets and the host's IPaddrs, then:
+
+1. chooses the template (:mod:`.selection`); none → Pending, an ambiguous
+   choice → Error;
+2. keeps the old render (condition ``TemplateChangePending`` True) when the
+   template changed since the last render and the change is not confirmed;
+3. resolves the ``l3Layout`` subnets (unknown → Error naming it);
+4. discovers the addresses the template asks for (a NIC index beyond the
+   host's NICs → Error), reuses or claims them (:mod:`.addresses`; an
+   exhausted or not yet validated subnet → Pending with its message);
+5. renders; OK writes the annotation
+   ``ipam.racksmith.io/rendered-template-generation`` then the status
+   (state, netconfig, ipAddresses, l2TemplateRef), and only then releases
+   the addresses no longer asked for.
+
+Failure policy (no partial allocations left unowned): addresses claimed in
+a reconcile that ends Pending or Error stay held by the IpamHost — labelled,
+owned, listed in ``status.ipAddresses`` — so the next attempt reuses them
+instead of claiming again. They are released once a render succeeds
+without them, or when the IpamHost is deleted. An Error or Pending outcome
+never releases anything: the last good render (kept in status) may be in
+use on the host.
+
+Deletion: the finalizer ``ipam.racksmith.io/ipamhost`` (added before the
+first claim) stays until every IPaddr of the host is released.
+
+Problems go to ``status.messages``, the ``Ready`` condition and, when they
+change, a Warning Event. Sources: IpamHosts; L2Templates, Subnets, Machines
+and Clusters through the :class:`~.index.DependencyIndex` the reconciles fill.
+IPaddrs are not watched: an address coming back changes its Subnet's status,
+and that event wakes the hosts waiting on the subnet. A Pending host is also
+re-checked every ``PENDING_RETRY`` seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from kubernetes_asyncio.client import CustomObjectsApi
+
+from racksmith.controllers.ipam.names import SUBNETS
+from racksmith.controllers.ipamhost.addresses import assign, is_held_by, release_unneeded
+from racksmith.controllers.ipamhost.index import Dependencies, DependencyIndex
+from racksmith.controllers.ipamhost.kube import Conflict, Kube
+from racksmith.controllers.ipamhost.layout import resolve_subnets
+from racksmith.controllers.ipamhost.names import (
+    CLUSTERS,
+    FINALIZER,
+    GLOBAL_NAMESPACE,
+    IPAMHOSTS,
+    L2TEMPLATES,
+    MACHINES,
+    READY,
+    REASON_ADDRESSES_PENDING,
+    REASON_CONFIRMATION_REQUIRED,
+    REASON_NO_NICS,
+    REASON_RENDER_FAILED,
+    REASON_RENDERED,
+    REASON_SUBNET_NOT_FOUND,
+    REASON_SUBNET_UNUSABLE,
+    REASON_UP_TO_DATE,
+    RENDERED_GENERATION,
+    TEMPLATE_CHANGE_PENDING,
+)
+from racksmith.controllers.ipamhost.selection import (
+    NoTemplate,
+    awaits_confirmation,
+    choose_template,
+    confirmation_hint,
+)
+from racksmith.controllers.ipamhost.status import (
+    Outcome,
+    condition_of,
+    host_status,
+    same_status,
+    set_condition,
+)
+from racksmith.kinds.cluster import Cluster, Machine
+from racksmith.kinds.common import Condition, ConditionStatus
+from racksmith.kinds.ipam import IpamHost, IpamHostState, IpamHostStatus, L2Template
+from racksmith.planners.netplan import (
+    HostNIC,
+    NetplanInputs,
+    RenderedNetplan,
+    discover_addresses,
+    render_netplan,
+)
+from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.result import Done, RequeueAfter, Result
+from racksmith.runtime.source import KubeSource
+
+CONTROLLER_NAME = "ipamhost"
+PENDING_RETRY = 30.0
+"""Re-check a Pending host this often even without events (seconds)."""
+
+
+class IpamHostReconciler:
+    """Reconciles one IpamHost per call (see the module docstring)."""
+
+    def __init__(self, api_client: Any, clock: Clock | None = None, *,
+                 logger: Any = None) -> None:
+        self.kube = Kube(api_client)
+        self.custom: CustomObjectsApi = self.kube.custom
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.index = DependencyIndex()
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.controllers.ipamhost")
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        self.index.begin(key)
+        deps = Dependencies()
+        gone = False
+        try:
+            raw = await self.kube.get(IPAMHOSTS, key.namespace, key.name)
+            if raw is None:
+                gone = True
+                return Done()
+            return await self._reconcile(raw, deps)
+        except Conflict:
+            return RequeueAfter(0.0)
+        finally:
+            if gone:
+                self.index.forget(key)
+            else:
+                self.index.record(key, deps)
+
+    async def _reconcile(self, raw: dict[str, Any], deps: Dependencies) -> Result:
+        host = IpamHost.model_validate(raw)
+        meta = host.metadata
+        ns, name = meta.namespace or "", meta.name or ""
+        log = self.log.bind(kind="IpamHost", namespace=ns, name=name)
+        if meta.deletion_timestamp is not None:
+            return await self._finalize(raw, host, log)
+        machine, cluster = await self._machine_and_cluster(host, deps)
+        listed = await self.kube.list_objects(L2TEMPLATES, ns)
+        templates = [L2Template.model_validate(t) for t in listed]
+        if host.spec.l2_template_ref:
+            deps.waits_on("L2Template", ns, host.spec.l2_template_ref)
+        else:
+            deps.any_of("L2Template", ns)
+        chosen = choose_template(host, machine, templates)
+        if isinstance(chosen, NoTemplate):
+            return await self._commit(raw, host, Outcome(chosen.state, chosen.reason,
+                                                         [chosen.message]), None, log)
+        template = chosen
+        if awaits_confirmation(host, template):
+            return await self._hold(raw, host, template, log)
+        layout = await resolve_subnets(self.kube, template, ns, deps)
+        if layout.problems:
+            return await self._commit(raw, host, Outcome(
+                IpamHostState.ERROR, REASON_SUBNET_NOT_FOUND, layout.problems), template, log)
+        nics = HostNIC.from_inspection(host.spec.nic_mac_map)
+        if not nics:
+            return await self._commit(raw, host, Outcome(
+                IpamHostState.PENDING, REASON_NO_NICS,
+                ["waiting for inspection data: spec.nicMACmap lists no NIC with name and MAC"]),
+                template, log)
+        vip = cluster.spec.api_server.vip if cluster is not None else None
+        inputs = NetplanInputs(template.spec, nics,
+                               {k: s.spec for k, s in layout.subnets.items()}, vip)
+        requests = discover_addresses(inputs)
+        if isinstance(requests, list):
+            return await self._commit(raw, host, Outcome(
+                IpamHostState.ERROR, REASON_RENDER_FAILED, [str(e) for e in requests]),
+                template, log)
+        if FINALIZER not in meta.finalizers:
+            written = await self._add_finalizer(raw)
+            if written is None:
+                return Done()
+            raw, host = written, IpamHost.model_validate(written)
+        held = [ip for ip in await self.kube.host_ipaddrs({ns, GLOBAL_NAMESPACE}, name)
+                if is_held_by(ip, host, any_uid=True)]
+        mine = [ip for ip in held if is_held_by(ip, host)]
+        subnets = {k: (s, layout.raw[k]) for k, s in layout.subnets.items()}
+        got = await assign(self.custom, host, requests, subnets, mine)
+        if got.claimed:
+            log.info("addresses claimed", ipaddrs=got.claimed)
+        holding = sorted({*(str(ip["metadata"]["name"]) for ip in mine), *got.claimed})
+        if got.errors or got.pending:
+            for subnet in got.waiting_on:
+                deps.waits_on("Subnet", subnet.metadata.namespace or "",
+                              subnet.metadata.name or "")
+            state = IpamHostState.ERROR if got.errors else IpamHostState.PENDING
+            reason = REASON_SUBNET_UNUSABLE if got.errors else REASON_ADDRESSES_PENDING
+            outcome = Outcome(state, reason, [*got.errors, *got.pending], ip_addresses=holding)
+            result = await self._commit(raw, host, outcome, template, log)
+            return RequeueAfter(PENDING_RETRY) if state == IpamHostState.PENDING else result
+        rendered = render_netplan(inputs, got.allocations)
+        if not isinstance(rendered, RenderedNetplan):
+            return await self._commit(raw, host, Outcome(
+                IpamHostState.ERROR, REASON_RENDER_FAILED, [str(e) for e in rendered],
+                ip_addresses=holding), template, log)
+        used = sorted(str(ip["metadata"]["name"]) for ip in got.used)
+        outcome = Outcome(IpamHostState.OK, REASON_RENDERED, [], netconfig=rendered.netconfig,
+                          template=template.metadata.name, ip_addresses=used)
+        result = await self._commit(raw, host, outcome, template, log)
+        released = await release_unneeded(self.custom, held, got.used)
+        if released:
+            log.info("addresses released", ipaddrs=released)
+        return result
+
+    async def _machine_and_cluster(self, host: IpamHost, deps: Dependencies
+                                   ) -> tuple[Machine | None, Cluster | None]:
+        ns = host.metadata.namespace or ""
+        name = host.spec.machine_ref.name if host.spec.machine_ref else host.metadata.name
+        raw = await self.kube.get(MACHINES, ns, name or "")
+        if raw is None:
+            deps.waits_on("Machine", ns, name or "")
+            return None, None
+        machine = Machine.model_validate(raw)
+        deps.seen("Machine", ns, name or "", machine.metadata.generation)
+        cluster_name = machine.spec.cluster_name
+        got = await self.kube.get(CLUSTERS, ns, cluster_name)
+        if got is None:
+            deps.waits_on("Cluster", ns, cluster_name)
+            return machine, None
+        cluster = Cluster.model_validate(got)
+        deps.seen("Cluster", ns, cluster_name, cluster.metadata.generation)
+        return machine, cluster
+
+    async def _add_finalizer(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        raw["metadata"]["finalizers"] = [*(raw["metadata"].get("finalizers") or []), FINALIZER]
+        return await self.kube.replace(IPAMHOSTS, raw)
+
+    async def _hold(self, raw: dict[str, Any], host: IpamHost, template: L2Template,
+                    log: Any) -> Result:
+        """Keep the old render; say the template change waits for confirmation."""
+        rendered = (host.metadata.annotations or {}).get(RENDERED_GENERATION)
+        message = (f"L2Template {template.metadata.name} changed (generation {rendered} → "
+                   f"{template.metadata.generation}); the old netconfig is kept until the "
+                   f"change is confirmed with the annotation {confirmation_hint(template)}")
+        base = host.status if host.status is not None else IpamHostStatus()
+        cond = Condition(type=TEMPLATE_CHANGE_PENDING, status=ConditionStatus.TRUE,
+                         reason=REASON_CONFIRMATION_REQUIRED, message=message,
+                         observed_generation=host.metadata.generation)
+        status = base.model_copy(update={
+            "conditions": set_condition(base.conditions, cond, self.clock.wall()),
+            "observed_generation": host.metadata.generation})
+        previous = condition_of(base.conditions, TEMPLATE_CHANGE_PENDING)
+        if not await self._write_status(raw, host.status, status):
+            return Done()
+        if previous is None or previous.status != ConditionStatus.TRUE:
+            log.info("template change awaits confirmation", template=template.metadata.name)
+            await self._event(raw, "Normal", REASON_CONFIRMATION_REQUIRED, message, log)
+        return Done()
+
+    async def _commit(self, raw: dict[str, Any], host: IpamHost, outcome: Outcome,
+                      template: L2Template | None, log: Any) -> Result:
+        """Write the annotation (when rendered) and the status showing ``outcome``."""
+        now = self.clock.wall()
+        if outcome.state == IpamHostState.OK and template is not None:
+            generation = str(template.metadata.generation)
+            annotations = raw["metadata"].get("annotations") or {}
+            if annotations.get(RENDERED_GENERATION) != generation:
+                # Before the status: a crash in between re-renders (the
+                # generations match), never mistakes a new render for an old one.
+                raw["metadata"]["annotations"] = {**annotations, RENDERED_GENERATION: generation}
+                written = await self.kube.replace(IPAMHOSTS, raw)
+                if written is None:
+                    return Done()
+                raw = written
+        status = host_status(host.status, outcome, host.metadata.generation, now)
+        if template is not None:
+            cond = Condition(type=TEMPLATE_CHANGE_PENDING, status=ConditionStatus.FALSE,
+                             reason=REASON_UP_TO_DATE,
+                             message=f"rendering L2Template {template.metadata.name} "
+                                     f"generation {template.metadata.generation}",
+                             observed_generation=host.metadata.generation)
+            status.conditions = set_condition(status.conditions, cond, now)
+        previous = condition_of(host.status.conditions if host.status else [], READY)
+        if not await self._write_status(raw, host.status, status):
+            return Done()
+        ready = condition_of(status.conditions, READY)
+        changed = previous is None or ready is None or (
+            previous.status, previous.reason, previous.message) != (
+            ready.status, ready.reason, ready.message)
+        log.info("ipamhost status", state=str(outcome.state), reason=outcome.reason,
+                 messages=outcome.messages)
+        if changed:
+            if outcome.state == IpamHostState.OK:
+                await self._event(raw, "Normal", "Rendered",
+                                  f"netconfig rendered from L2Template "
+                                  f"{outcome.template}", log)
+            else:
+                await self._event(raw, "Warning", outcome.reason, outcome.message, log)
+        return Done()
+
+    async def _write_status(self, raw: dict[str, Any], old: IpamHostStatus | None,
+                            new: IpamHostStatus) -> bool:
+        """PUT ``new`` unless equal to ``old``; False if the host is gone."""
+        if same_status(old, new):
+            return True
+        raw["status"] = new.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return await self.kube.replace_status(IPAMHOSTS, raw) is not None
+
+    async def _finalize(self, raw: dict[str, Any], host: IpamHost, log: Any) -> Result:
+        meta = host.metadata
+        if FINALIZER not in meta.finalizers:
+            return Done()
+        ns, name = meta.namespace or "", meta.name or ""
+        held = [ip for ip in await self.kube.host_ipaddrs({ns, GLOBAL_NAMESPACE}, name)
+                if is_held_by(ip, host, any_uid=True)]
+        released = await release_unneeded(self.custom, held, [])
+        if released:
+            log.info("addresses released", ipaddrs=released, reason="deleting")
+        raw["metadata"]["finalizers"] = [f for f in meta.finalizers if f != FINALIZER]
+        await self.kube.replace(IPAMHOSTS, raw)
+        return Done()
+
+    async def _event(self, raw: dict[str, Any], event_type: str, reason: str, message: str,
+                     log: Any) -> None:
+        try:
+            await self.kube.create_event(raw, event_type, reason, message, self.clock.wall())
+        except Exception as exc:  # an event is best effort, never a reason to retry
+            log.warning("event not recorded", reason=reason, error=repr(exc))
+
+
+def ipamhost_controller(
+    api_client: Any,
+    *,
+    clock: Clock | None = None,
+    workers: int = 2,
+    namespace: str | None = None,
+    logger: Any = None,
+) -> Controller:
+    """The runtime Controller for IpamHosts (see the module docstring).
+
+    ``namespace``: watch one namespace only (None: all). Subnets are watched
+    everywhere: ``scope: global`` subnets live in ``default``.
+    """
+    clock = clock if clock is not None else SystemClock()
+    reconciler = IpamHostReconciler(api_client, clock, logger=logger)
+    index = reconciler.index
+    sources = [
+        KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock,
+                   mapper=index.host_keys),
+        KubeSource(api_client, L2TEMPLATES, namespace=namespace, clock=clock,
+                   mapper=index.mapper("L2Template")),
+        KubeSource(api_client, SUBNETS, clock=clock, mapper=index.mapper("Subnet")),
+        KubeSource(api_client, MACHINES, namespace=namespace, clock=clock,
+                   mapper=index.mapper("Machine")),
+        KubeSource(api_client, CLUSTERS, namespace=namespace, clock=clock,
+                   mapper=index.mapper("Cluster")),
+    ]
+    return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

@@ -1,0 +1,28 @@
+"""The Machine controller: one bare-metal host becomes one node of a cluster.
+
+Modules: ``plan`` (the pure planner: observed objects → the next step),
+``observed`` (what a reconcile sees), ``selection`` (which host a Machine
+claims), ``userdata`` (the cloud-config with the agent config),
+``addresses`` (the Machine's addresses from its netplan), ``status`` (a step
+applied to the status), ``commit`` (performs a step), ``kube`` (the only API
+access), ``index`` (event → Machine mapping), ``controller`` (reconciler and
+runtime wiring), ``names``, ``conditions``. The contracts are in
+``docs/design/cluster-contracts.md``.
+"""
+
+from racksmith.controllers.machine.controller import (
+    CONTROLLER_NAME,
+    MachineReconciler,
+    machine_controller,
+)
+from racksmith.controllers.machine.names import FINALIZER
+from racksmith.controllers.machine.plan import Step, decide
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "FINALIZER",
+    "MachineReconciler",
+    "Step",
+    "decide",
+    "machine_controller",
+]

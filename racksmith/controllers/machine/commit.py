@@ -1,0 +1,271 @@
+"""The one place a Machine step is carried out.
+
+Owns, in order: performing the step's action (each write optimistic, with
+the resourceVersion read at the start of the reconcile, so a concurrent
+change makes it fail with ``Conflict`` rather than overwrite), the Machine
+status through the status subresource (only when it changed), the Events
+(phase changes, conditions turning False, the action's own), the log line,
+and the runtime result: after a write, decide again at once; after a wait,
+what the planner asked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from racksmith.controllers.machine import names as n
+from racksmith.controllers.machine.conditions import ConditionSpec, EventSpec
+from racksmith.controllers.machine.kube import Conflict, Kube, SecretData
+from racksmith.controllers.machine.plan import (
+    RETRY_DRAIN,
+    Action,
+    AddFinalizer,
+    ClaimHost,
+    CordonNode,
+    DeleteIpamHost,
+    DeleteLCMMachine,
+    DeleteNode,
+    DeleteUserData,
+    EnsureIpamHost,
+    EvictPods,
+    ProvisionHost,
+    ReleaseHost,
+    RemoveFinalizer,
+    Step,
+    SyncNodeRoles,
+    Wait,
+    WriteLCMMachine,
+    WriteUserData,
+)
+from racksmith.controllers.machine.selection import consumer_ref, is_candidate, is_consumed_by
+from racksmith.controllers.machine.status import apply_step, same_status, status_events
+from racksmith.kinds.cluster import Machine
+from racksmith.kinds.ipam import IpamHost
+from racksmith.kinds.lcm import LCMMachine
+from racksmith.kinds.metal import BareMetalHost
+from racksmith.runtime.clock import Clock
+from racksmith.runtime.result import Done, RequeueAfter, Result
+
+_CLAIM_ATTEMPTS = 3
+"""Fresh reads of one candidate host before moving on to the next."""
+
+
+@dataclass
+class Raw:
+    """The objects of a reconcile as read (dicts with their resourceVersion)."""
+
+    machine: dict[str, Any]
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ipamhost: dict[str, Any] | None = None
+    lcm: dict[str, Any] | None = None
+    node: dict[str, Any] | None = None
+    user_data: SecretData | None = None
+
+
+@dataclass
+class Outcome:
+    """What performing an action adds to the step."""
+
+    conditions: list[ConditionSpec] = field(default_factory=list)
+    events: list[EventSpec] = field(default_factory=list)
+    requeue: float | None = 0.0
+    write_status: bool = True
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Committer:
+    """Performs steps (see the module docstring)."""
+
+    def __init__(self, kube: Kube, clock: Clock) -> None:
+        self.kube = kube
+        self.clock = clock
+
+    def now(self) -> datetime:
+        return self.clock.wall().replace(microsecond=0)
+
+    async def commit(self, machine: Machine, raw: Raw, step: Step, log: Any) -> Result:
+        """Carry out ``step`` for ``machine``; raises Conflict on a lost race."""
+        action = step.action
+        outcome = await self._perform(machine, raw, action)
+        if not isinstance(action, Wait):
+            log.info("machine step", action=type(action).__name__, phase=step.phase.value)
+        events = list(outcome.events)
+        if outcome.write_status:
+            old = machine.status
+            new = apply_step(old, step, outcome.conditions, now=self.now(),
+                             generation=machine.metadata.generation)
+            if not same_status(old, new):
+                body = copy.deepcopy(raw.machine)
+                body["status"] = _dump(new)
+                if await self.kube.replace(n.MACHINES, body, status=True) is None:
+                    return Done()
+                events = status_events(old, step, outcome.conditions) + events
+                old_phase = old.phase.value if old and old.phase else ""
+                if old_phase != step.phase.value:
+                    log.info("machine phase", old=old_phase, new=step.phase.value)
+        for event in events:
+            await self.kube.create_event(raw.machine, event.type, event.reason, event.message,
+                                         self.now())
+        if isinstance(action, Wait):
+            return Done() if action.seconds is None else RequeueAfter(action.seconds)
+        if isinstance(action, RemoveFinalizer):
+            return Done()
+        return RequeueAfter(outcome.requeue or 0.0)
+
+    async def _perform(self, machine: Machine, raw: Raw, action: Action) -> Outcome:
+        meta = machine.metadata
+        name, ns = meta.name or "", meta.namespace or ""
+        match action:
+            case Wait():
+                return Outcome()
+            case AddFinalizer():
+                body = copy.deepcopy(raw.machine)
+                body["metadata"].setdefault("finalizers", []).append(n.FINALIZER)
+                await self.kube.replace(n.MACHINES, body)
+                return Outcome(write_status=False)
+            case RemoveFinalizer():
+                body = copy.deepcopy(raw.machine)
+                body["metadata"]["finalizers"] = [
+                    f for f in body["metadata"].get("finalizers") or [] if f != n.FINALIZER]
+                await self.kube.replace(n.MACHINES, body)
+                return Outcome(write_status=False)
+            case ClaimHost(candidates=names):
+                return await self._claim(machine, names)
+            case EnsureIpamHost(spec=spec):
+                if raw.ipamhost is None:
+                    await self.kube.create(n.IPAMHOSTS, ns, self._owned(
+                        machine, IpamHost.info.api_version, "IpamHost", name, _dump(spec)))
+                else:
+                    body = copy.deepcopy(raw.ipamhost)
+                    body.setdefault("spec", {}).update(_dump(spec))
+                    await self.kube.replace(n.IPAMHOSTS, body)
+                return Outcome()
+            case WriteLCMMachine(spec=spec):
+                if raw.lcm is None:
+                    await self.kube.create(n.LCMMACHINES, ns, self._owned(
+                        machine, LCMMachine.info.api_version, "LCMMachine", name, _dump(spec)))
+                else:
+                    body = copy.deepcopy(raw.lcm)
+                    body["spec"] = _dump(spec)
+                    await self.kube.replace(n.LCMMACHINES, body)
+                return Outcome()
+            case WriteUserData(user_data=text):
+                secret = self._owned(machine, "v1", "Secret", n.user_data_secret(name), None)
+                secret.pop("spec")
+                secret["type"] = "Opaque"
+                secret["data"] = {n.USER_DATA_KEY: base64.b64encode(text.encode()).decode()}
+                await self.kube.write_secret(ns, secret, raw.user_data)
+                return Outcome()
+            case ProvisionHost(host=host, image=image, profile=profile):
+                body = copy.deepcopy(raw.hosts[host])
+                spec = body.setdefault("spec", {})
+                spec["image"] = _dump(image)
+                spec["userData"] = {"name": n.user_data_secret(name)}
+                spec["online"] = True
+                if profile is not None and spec.get("profile") != profile:
+                    spec["profile"] = profile
+                    body["metadata"].setdefault("annotations", {})[
+                        n.PROFILE_SET_ANNOTATION] = name
+                await self.kube.replace(n.HOSTS, body)
+                return Outcome(events=[EventSpec(
+                    "Normal", "ProvisioningRequested", f"host {host}: image {image.url}")])
+            case ReleaseHost(host=host, clear_profile=clear_profile):
+                body = copy.deepcopy(raw.hosts[host])
+                spec = body.setdefault("spec", {})
+                for key in ("image", "userData", "consumerRef"):
+                    spec.pop(key, None)
+                spec["online"] = False
+                if clear_profile:
+                    spec.pop("profile", None)
+                    (body["metadata"].get("annotations") or {}).pop(
+                        n.PROFILE_SET_ANNOTATION, None)
+                await self.kube.replace(n.HOSTS, body)
+                return Outcome(events=[EventSpec("Normal", "HostReleased", f"host {host}")])
+            case SyncNodeRoles(labels=labels, taints=taints):
+                node = copy.deepcopy(raw.node or {})
+                node["metadata"]["labels"] = labels
+                node.setdefault("spec", {})["taints"] = list(taints)
+                await self.kube.replace_node(node)
+                return Outcome()
+            case CordonNode():
+                node = copy.deepcopy(raw.node or {})
+                node.setdefault("spec", {})["unschedulable"] = True
+                await self.kube.replace_node(node)
+                return Outcome(events=[EventSpec("Normal", "Cordoned", f"Node {name}")])
+            case EvictPods(pods=pods):
+                evicted = 0
+                for pod in pods:
+                    refusal = await self.kube.evict(pod.namespace, pod.name)
+                    if refusal is not None:
+                        return Outcome(
+                            conditions=[ConditionSpec.false(
+                                n.DRAINED, n.EVICTION_REFUSED, f"pod {pod}: {refusal}")],
+                            requeue=RETRY_DRAIN)
+                    evicted += 1
+                return Outcome(events=[EventSpec(
+                    "Normal", "Evicted", f"evicted {evicted} pods from Node {name}")])
+            case DeleteNode():
+                await self.kube.delete_node(name)
+                return Outcome()
+            case DeleteLCMMachine():
+                await self.kube.delete(n.LCMMACHINES, ns, name)
+                return Outcome()
+            case DeleteIpamHost():
+                await self.kube.delete(n.IPAMHOSTS, ns, name)
+                return Outcome()
+            case DeleteUserData():
+                await self.kube.delete_secret(ns, n.user_data_secret(name))
+                return Outcome()
+        raise TypeError(f"unknown action {action!r}")
+
+    async def _claim(self, machine: Machine, names: tuple[str, ...]) -> Outcome:
+        """Claim the first still-free host of ``names``; a 409 means someone
+        else wrote it first: read it again and, if it is taken, try the next."""
+        ns = machine.metadata.namespace or ""
+        ref = _dump(consumer_ref(machine))
+        for host_name in names:
+            for _ in range(_CLAIM_ATTEMPTS):
+                raw = await self.kube.get(n.HOSTS, ns, host_name)
+                if raw is None:
+                    break
+                host = BareMetalHost.model_validate(raw)
+                if is_consumed_by(host, machine):
+                    return Outcome()
+                if not is_candidate(host, machine):
+                    break
+                raw.setdefault("spec", {})["consumerRef"] = ref
+                try:
+                    await self.kube.replace(n.HOSTS, raw)
+                except Conflict:
+                    continue
+                return Outcome(events=[EventSpec("Normal", "HostClaimed",
+                                                 f"claimed host {host_name}")])
+        return Outcome()
+
+    @staticmethod
+    def _owned(machine: Machine, api_version: str, kind: str, name: str,
+               spec: Any) -> dict[str, Any]:
+        meta = machine.metadata
+        return {
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {
+                "name": name,
+                "namespace": meta.namespace,
+                "labels": {n.MACHINE_LABEL: meta.name or "",
+                           n.CLUSTER_LABEL: machine.spec.cluster_name},
+                "ownerReferences": [{
+                    "apiVersion": n.MACHINE_API_VERSION, "kind": "Machine",
+                    "name": meta.name, "uid": meta.uid, "controller": True,
+                    "blockOwnerDeletion": True,
+                }],
+            },
+            "spec": spec,
+        }

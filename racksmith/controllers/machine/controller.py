@@ -1,0 +1,177 @@
+"""The Machine controller: reconciler and runtime wiring.
+
+Owns ``MachineReconciler`` (read the Machine and everything it depends on
+into ``Observed``, ask ``plan.decide`` for the next step, hand it to the
+committer) and ``machine_controller``, which builds the runtime
+``Controller``: a list+watch of Machines plus BareMetalHosts, IpamHosts,
+LCMMachines, Nodes, Clusters and ClusterReleases mapped to the Machines
+they concern. Talks to the API only through ``kube``.
+
+One step per reconcile; a step that wrote something asks to be reconciled
+again at once, so a Machine walks the checklist in a few quick rounds and
+a controller killed at any moment picks up where the world is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import structlog
+from pydantic import ValidationError
+
+from racksmith.controllers.machine import names as n
+from racksmith.controllers.machine.commit import Committer, Raw
+from racksmith.controllers.machine.index import MachineIndex
+from racksmith.controllers.machine.kube import Conflict, Kube
+from racksmith.controllers.machine.observed import NodeView, Observed, PodView
+from racksmith.controllers.machine.plan import ClaimHost, Wait, decide
+from racksmith.controllers.machine.userdata import AgentAccess, agent_access
+from racksmith.kinds.base import Resource
+from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
+from racksmith.kinds.ipam import IpamHost
+from racksmith.kinds.lcm import LCMMachine
+from racksmith.kinds.metal import BareMetalHost, Image
+from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.keys import ObjectKey, owner_keys
+from racksmith.runtime.result import Done, RequeueAfter, Result
+from racksmith.runtime.source import KubeSource
+
+CONTROLLER_NAME = "machine"
+DEFAULT_AGENT_SECRET = ("racksmith-system", "racksmith-agent")
+
+
+class MachineReconciler:
+    """Reconciles one Machine per call (see the module docstring)."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        default_image: Image | None = None,
+        agent_secret: tuple[str, str] = DEFAULT_AGENT_SECRET,
+        clock: Clock | None = None,
+        logger: Any = None,
+    ) -> None:
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.kube = Kube(api_client)
+        self.default_image = default_image
+        self.agent_secret = agent_secret
+        self.index = MachineIndex()
+        self.committer = Committer(self.kube, self.clock)
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.controllers.machine")
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        raw_machine = await self.kube.get(n.MACHINES, key.namespace, key.name)
+        if raw_machine is None:
+            self.index.forget(key)
+            return Done()
+        machine = Machine.model_validate(raw_machine)
+        observed, raw = await self._observe(machine, raw_machine)
+        step = decide(observed)
+        release = observed.cluster.spec.release if observed.cluster else None
+        waiting = isinstance(step.action, ClaimHost | Wait) and step.host_ref is None \
+            and machine.metadata.deletion_timestamp is None
+        self.index.record(key, machine.spec.cluster_name, release, waiting)
+        log = self.log.bind(kind="Machine", namespace=key.namespace, name=key.name)
+        try:
+            return await self.committer.commit(machine, raw, step, log)
+        except Conflict:
+            log.debug("conflicting write, deciding again")
+            return RequeueAfter(0.0)
+
+    async def _observe(self, machine: Machine, raw_machine: dict[str, Any]
+                       ) -> tuple[Observed, Raw]:
+        meta = machine.metadata
+        ns, name = meta.namespace or "", meta.name or ""
+        raw = Raw(machine=raw_machine)
+        deleting = meta.deletion_timestamp is not None
+        cluster = _model(Cluster, await self.kube.get(n.CLUSTERS, ns, machine.spec.cluster_name))
+        release = None
+        if cluster is not None:
+            release = _model(ClusterRelease, await self.kube.get_release(cluster.spec.release))
+        hosts: list[BareMetalHost] = []
+        for item in await self.kube.list_objects(n.HOSTS, ns):
+            host = _model(BareMetalHost, item)
+            if host is not None:
+                hosts.append(host)
+                raw.hosts[host.metadata.name or ""] = item
+        raw.ipamhost = await self.kube.get(n.IPAMHOSTS, ns, name)
+        raw.lcm = await self.kube.get(n.LCMMACHINES, ns, name)
+        raw.node = await self.kube.get_node(name)
+        node = NodeView.from_raw(raw.node) if raw.node is not None else None
+        pods: tuple[PodView, ...] = ()
+        if deleting and node is not None:
+            pods = tuple(PodView.from_raw(p) for p in await self.kube.node_pods(name))
+        raw.user_data = await self.kube.get_secret(ns, n.user_data_secret(name))
+        user_data = None
+        if raw.user_data is not None:
+            user_data = raw.user_data.data.get(n.USER_DATA_KEY, b"").decode("utf-8", "replace")
+        agent: AgentAccess | str = "not needed while deleting"
+        if not deleting:
+            agent = await self._agent()
+        observed = Observed(
+            machine=machine, cluster=cluster, release=release, hosts=tuple(hosts),
+            ipamhost=_model(IpamHost, raw.ipamhost), lcm=_model(LCMMachine, raw.lcm),
+            node=node, pods=pods, user_data=user_data, agent=agent,
+            default_image=self.default_image,
+        )
+        return observed, raw
+
+    async def _agent(self) -> AgentAccess | str:
+        ns, name = self.agent_secret
+        secret = await self.kube.get_secret(ns, name)
+        if secret is None:
+            return f"agent Secret {ns}/{name} not found"
+        access = agent_access(secret.data)
+        return f"agent Secret {ns}/{name} {access}" if isinstance(access, str) else access
+
+
+_R = TypeVar("_R", bound=Resource)
+
+
+def _model(cls: type[_R], raw: dict[str, Any] | None) -> _R | None:
+    """``raw`` as a ``cls``; None when absent or not valid (it cannot be acted on)."""
+    if raw is None:
+        return None
+    try:
+        return cls.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+def machine_controller(
+    api_client: Any,
+    *,
+    default_image: Image | None = None,
+    agent_secret: tuple[str, str] = DEFAULT_AGENT_SECRET,
+    clock: Clock | None = None,
+    workers: int = 2,
+    namespace: str | None = None,
+    logger: Any = None,
+) -> Controller:
+    """The runtime Controller for Machines (see the module docstring).
+
+    ``default_image``: the OS image for releases without ``spec.osImage``.
+    ``agent_secret``: (namespace, name) of the Secret with the API server
+    URL, CA and agent token written into each host's user data.
+    ``namespace``: watch one namespace only (None: all).
+    """
+    clock = clock if clock is not None else SystemClock()
+    reconciler = MachineReconciler(api_client, default_image=default_image,
+                                   agent_secret=agent_secret, clock=clock, logger=logger)
+    index = reconciler.index
+    owned = owner_keys("Machine", GROUP, controller_only=True)
+    sources = [
+        KubeSource(api_client, n.MACHINES, namespace=namespace, clock=clock),
+        KubeSource(api_client, n.HOSTS, namespace=namespace, clock=clock,
+                   mapper=index.host_keys),
+        KubeSource(api_client, n.IPAMHOSTS, namespace=namespace, clock=clock, mapper=owned),
+        KubeSource(api_client, n.LCMMACHINES, namespace=namespace, clock=clock, mapper=owned),
+        KubeSource(api_client, n.NODES, clock=clock, mapper=index.node_keys),
+        KubeSource(api_client, n.CLUSTERS, namespace=namespace, clock=clock,
+                   mapper=index.cluster_keys),
+        KubeSource(api_client, n.RELEASES, clock=clock, mapper=index.release_keys),
+    ]
+    return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

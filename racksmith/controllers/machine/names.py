@@ -1,0 +1,66 @@
+"""Names the Machine controller shares with the rest of Racksmith.
+
+Owns the resources the controller reads and writes, its finalizer and
+labels, the names of the objects it creates for a Machine ``m`` (IpamHost
+``m``, LCMMachine ``m``, Secret ``m-user-data``), the agent Secret's keys,
+and the condition types and reasons it writes (see
+``docs/design/cluster-contracts.md``, "Objects and names").
+"""
+
+from __future__ import annotations
+
+from racksmith.kinds import cluster, ipam, lcm, metal
+from racksmith.runtime.source import Resource
+
+MACHINES = Resource(cluster.GROUP, cluster.Machine.info.version, "machines")
+CLUSTERS = Resource(cluster.GROUP, cluster.Cluster.info.version, "clusters")
+RELEASES = Resource(cluster.GROUP, cluster.ClusterRelease.info.version, "clusterreleases")
+HOSTS = Resource(metal.GROUP, metal.BareMetalHost.info.version, "baremetalhosts")
+IPAMHOSTS = Resource(ipam.GROUP, ipam.IpamHost.info.version, "ipamhosts")
+LCMMACHINES = Resource(lcm.GROUP, lcm.LCMMachine.info.version, "lcmmachines")
+NODES = Resource("", "v1", "nodes")
+SECRETS = Resource("", "v1", "secrets")
+
+MACHINE_API_VERSION = cluster.Machine.info.api_version
+FIELD_MANAGER = "racksmith-machine"
+COMPONENT = "racksmith-machine"
+
+FINALIZER = "cluster.racksmith.io/machine"
+MACHINE_LABEL = "cluster.racksmith.io/machine"
+CLUSTER_LABEL = "cluster.racksmith.io/cluster"
+PROFILE_SET_ANNOTATION = "cluster.racksmith.io/profile-set-by"
+"""On a claimed BareMetalHost: ``spec.profile`` was set by this Machine (so
+releasing the host clears it); absent when the user had set it."""
+
+USER_DATA_KEY = "userData"
+AGENT_CONFIG_PATH = "/etc/racksmith/agent.yaml"
+AGENT_SECRET_KEYS = ("server", "ca.crt", "token")
+
+DAEMONSET_KIND = "DaemonSet"
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def user_data_secret(machine: str) -> str:
+    """Name of the Secret holding the user data of ``machine``."""
+    return f"{machine}-user-data"
+
+
+# Condition types.
+CLUSTER_FOUND = "ClusterFound"
+RELEASE_FOUND = "ReleaseFound"
+HOST_CLAIMED = "HostClaimed"
+NETWORK_READY = "NetworkReady"
+RELEASE_VALID = "ReleaseValid"
+AGENT_CONFIG_READY = "AgentConfigReady"
+IMAGE_KNOWN = "ImageKnown"
+HOST_PROVISIONED = "HostProvisioned"
+DRAINED = "Drained"
+READY = "Ready"
+
+# Reasons.
+NO_MATCHING_HOST = "NoMatchingHost"
+HOST_GONE = "HostGone"
+NOT_FOUND = "NotFound"
+FOUND = "Found"
+CLAIMED = "Claimed"
+EVICTION_REFUSED = "EvictionRefused"

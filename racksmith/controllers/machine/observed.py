@@ -1,0 +1,104 @@
+"""What one Machine reconcile sees: the snapshot the planner decides from.
+
+Owns ``Observed`` (the Machine and everything it depends on, as read at the
+start of a reconcile) and the small read-only views of the core objects
+(``NodeView``, ``PodView``), built from raw API dicts. Pure: the reconciler
+fills it in, ``plan.decide`` reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from racksmith.controllers.machine.names import DAEMONSET_KIND, MIRROR_ANNOTATION
+from racksmith.controllers.machine.userdata import AgentAccess
+from racksmith.kinds.cluster import Cluster, ClusterRelease, Machine
+from racksmith.kinds.ipam import IpamHost
+from racksmith.kinds.lcm import LCMMachine
+from racksmith.kinds.metal import BareMetalHost, Image
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """The parts of a core v1 Node the controller acts on; ``raw`` is the
+    object as read (its resourceVersion makes a write optimistic)."""
+
+    name: str
+    ready: bool
+    unschedulable: bool
+    labels: Mapping[str, str]
+    taints: tuple[Mapping[str, Any], ...]
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, Any]) -> NodeView:
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        conditions = (raw.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in conditions if isinstance(c, Mapping))
+        return cls(
+            name=str(meta.get("name") or ""),
+            ready=ready,
+            unschedulable=bool(spec.get("unschedulable")),
+            labels=dict(meta.get("labels") or {}),
+            taints=tuple(t for t in spec.get("taints") or [] if isinstance(t, Mapping)),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class PodView:
+    """A pod bound to the Node, as the drain sees it."""
+
+    namespace: str
+    name: str
+    daemonset: bool = False
+    mirror: bool = False
+    terminating: bool = False
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> PodView:
+        meta = raw.get("metadata") or {}
+        owners = meta.get("ownerReferences") or []
+        return cls(
+            namespace=str(meta.get("namespace") or ""),
+            name=str(meta.get("name") or ""),
+            daemonset=any(isinstance(o, Mapping) and o.get("kind") == DAEMONSET_KIND
+                          for o in owners),
+            mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
+            terminating=bool(meta.get("deletionTimestamp")),
+        )
+
+    @property
+    def evictable(self) -> bool:
+        """The drain evicts it (not DaemonSet-owned, not a mirror pod, not going)."""
+        return not (self.daemonset or self.mirror or self.terminating)
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything one reconcile of a Machine decides from.
+
+    ``hosts``: the BareMetalHosts of the Machine's namespace. ``pods``: the
+    pods bound to Node ``m`` (only read while the Machine is being deleted).
+    ``user_data``: the current ``userData`` of Secret ``m-user-data`` (None:
+    no such Secret). ``agent``: the agent's access, or why it is unknown.
+    """
+
+    machine: Machine
+    cluster: Cluster | None = None
+    release: ClusterRelease | None = None
+    hosts: tuple[BareMetalHost, ...] = ()
+    ipamhost: IpamHost | None = None
+    lcm: LCMMachine | None = None
+    node: NodeView | None = None
+    pods: tuple[PodView, ...] = ()
+    user_data: str | None = field(default=None, repr=False)
+    agent: AgentAccess | str = "not read"
+    default_image: Image | None = None

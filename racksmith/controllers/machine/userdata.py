@@ -1,0 +1,85 @@
+"""The user data a Machine's host boots with: the agent config in a cloud-config.
+
+Owns ``AgentAccess`` (server, CA and token read from the agent Secret),
+``agent_access`` (parsing that Secret's data) and ``render_user_data``, the
+cloud-config of the contracts ("User data and the agent config"): one
+``write_files`` entry ``/etc/racksmith/agent.yaml`` (mode 0600) and one
+``runcmd`` starting ``racksmith agent``. Pure. The token is a secret: it is
+never in a repr, a log line, a status or an Event.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from racksmith.controllers.machine.names import AGENT_CONFIG_PATH, AGENT_SECRET_KEYS
+
+
+@dataclass(frozen=True)
+class AgentAccess:
+    """How an agent reaches the API server; ``ca_pem`` is the CA bundle (PEM)."""
+
+    server: str
+    ca_pem: bytes = field(repr=False)
+    token: str = field(repr=False)
+
+
+def agent_access(data: Mapping[str, bytes]) -> AgentAccess | str:
+    """The access in the agent Secret's decoded ``data``, or what is missing."""
+    missing = [k for k in AGENT_SECRET_KEYS if not data.get(k)]
+    if missing:
+        return f"has no {', '.join(missing)} key"
+    return AgentAccess(
+        server=data["server"].decode("utf-8", "replace").strip(),
+        ca_pem=data["ca.crt"],
+        token=data["token"].decode("utf-8", "replace").strip(),
+    )
+
+
+class _Literal(str):
+    """A string dumped in YAML's literal block style (``|``)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _literal(dumper: yaml.SafeDumper, value: _Literal) -> Any:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style="|")
+
+
+_Dumper.add_representer(_Literal, _literal)
+
+
+def agent_config(access: AgentAccess, namespace: str, machine: str) -> dict[str, str]:
+    """The content of ``/etc/racksmith/agent.yaml`` for ``machine``."""
+    return {
+        "server": access.server,
+        "certificateAuthorityData": base64.b64encode(access.ca_pem).decode("ascii"),
+        "token": access.token,
+        "namespace": namespace,
+        "lcmMachine": machine,
+        "nodeName": machine,
+    }
+
+
+def render_user_data(access: AgentAccess, namespace: str, machine: str) -> str:
+    """The ``#cloud-config`` document for ``machine`` (same input, same text)."""
+    config = yaml.dump(agent_config(access, namespace, machine), Dumper=_Dumper,
+                       sort_keys=False, width=1 << 16)
+    document = {
+        "write_files": [{
+            "path": AGENT_CONFIG_PATH,
+            "permissions": "0600",
+            "content": _Literal(config),
+        }],
+        "runcmd": [["racksmith", "agent", "--config", AGENT_CONFIG_PATH]],
+    }
+    body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=None,
+                     width=1 << 16)
+    return "#cloud-config\n" + body

@@ -1,0 +1,205 @@
+"""The demo cluster end to end: ``racksmith up --emulate-hosts 6
+--apply-emulated-hosts --apply examples/cluster`` (what ``make up`` runs) with
+real Ironic, sushy-tools, the emulated ramdisk, the emulated OS boot and the
+host agent with its emulated kubelet, observed with kubectl.
+
+The cluster reaches Ready: 6 Nodes Ready with exactly the MetalK8s role
+labels and taints; each host's netplan (in status and on the host) holds its
+own allocated addresses and MACs; no address is allocated twice; re-applying
+every state item changes nothing; deleting a worker Machine returns its host
+to available and its addresses to the pool.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from racksmith.planners.roles import plan_node_roles
+from tests.e2e.rack import Rack, start_rack, state
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "cluster"
+MACHINES = ["demo-master-1", "demo-master-2", "demo-master-3",
+            "demo-worker-1", "demo-worker-2", "demo-infra-1"]
+ROLE_PREFIX = "node-role.kubernetes.io/"
+
+
+@pytest.fixture(scope="module")
+def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
+    data_dir = tmp_path_factory.mktemp("cluster")
+    r = start_rack(data_dir, 6, ["--apply-emulated-hosts", "--apply", str(EXAMPLES)])
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+def wait_for(rack: Rack, what: str, check: Callable[[], Any], timeout: float = 600) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(2.0)
+    machines = {m["metadata"]["name"]: (m.get("status") or {})
+                for m in rack.get("machines")["items"]}
+    raise AssertionError(f"{what} not reached in {timeout}s; machines: {machines}\n"
+                         f"{rack.server.log()[-6000:]}")
+
+
+def machines_ready(rack: Rack) -> dict[str, dict[str, Any]] | None:
+    items = {m["metadata"]["name"]: m for m in rack.get("machines")["items"]}
+    if all((items.get(n, {}).get("status") or {}).get("phase") == "Ready" for n in MACHINES):
+        return items
+    return None
+
+
+def host_root(rack: Rack, host: str) -> Path:
+    return rack.data_dir / "emulator" / "hosts" / host / "root"
+
+
+@pytest.fixture(scope="module")
+def ready(rack: Rack) -> dict[str, dict[str, Any]]:
+    machines: dict[str, dict[str, Any]] = wait_for(rack, "every machine Ready",
+                                                   lambda: machines_ready(rack), timeout=900)
+    return machines
+
+
+def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
+                                                   ready: dict[str, dict[str, Any]]) -> None:
+    cluster = wait_for(rack, "cluster Ready", lambda: _cluster_ready(rack), timeout=120)
+    assert cluster["status"]["machinesReady"] == 6
+    assert cluster["status"]["machinesTotal"] == 6
+    nodes = {n["metadata"]["name"]: n for n in rack.get("nodes")["items"]}
+    assert sorted(nodes) == sorted(MACHINES)
+    hosts_used = set()
+    for name, machine in ready.items():
+        node = nodes[name]
+        conditions = {c["type"]: c["status"] for c in node["status"]["conditions"]}
+        assert conditions["Ready"] == "True", (name, conditions)
+        assert not node["spec"].get("unschedulable"), name
+        planned = plan_node_roles(machine["spec"]["roles"])
+        assert not isinstance(planned, list)
+        role_labels = {k: v for k, v in node["metadata"]["labels"].items()
+                       if k.startswith(ROLE_PREFIX)}
+        assert role_labels == planned.labels, (name, role_labels)
+        role_taints = [t for t in node["spec"].get("taints") or []
+                       if t["key"].startswith(ROLE_PREFIX)]
+        assert sorted((t["key"], t["effect"]) for t in role_taints) == sorted(
+            (t.key, t.effect) for t in planned.taints), (name, role_taints)
+        assert machine["status"]["nodeRef"]["name"] == name
+        hosts_used.add(machine["status"]["hostRef"]["name"])
+        capacity = node["status"]["capacity"]
+        assert int(capacity["cpu"]) > 0 and capacity["memory"]
+    assert len(hosts_used) == 6
+    # The dedicated roles: masters are tainted, workers are not, infra is.
+    assert _taint_keys(nodes["demo-worker-1"]) == set()
+    assert _taint_keys(nodes["demo-infra-1"]) == {ROLE_PREFIX + "infra"}
+    assert _taint_keys(nodes["demo-master-1"]) == {ROLE_PREFIX + "master", ROLE_PREFIX + "etcd"}
+    # Every node's lease is renewed by its kubelet.
+    leases = {x["metadata"]["name"] for x in rack.get("leases", "-n", "kube-node-lease")["items"]}
+    assert set(MACHINES) <= leases
+
+
+def test_netplan_holds_own_addresses_and_macs_and_nothing_is_allocated_twice(
+        rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    ipaddrs = rack.get("ipaddrs")["items"]
+    addresses = [x["spec"]["address"] for x in ipaddrs]
+    assert len(addresses) == len(set(addresses)), addresses
+    hosts = rack.hosts()
+    for name, machine in ready.items():
+        host = hosts[machine["status"]["hostRef"]["name"]]
+        ipamhost = rack.get("ipamhost", name)
+        assert ipamhost["status"]["state"] == "OK"
+        netconfig = ipamhost["status"]["netconfig"]
+        own = sorted(x["spec"]["address"] for x in ipaddrs
+                     if x["metadata"]["labels"].get("ipam.racksmith.io/ipamhost") == name)
+        assert len(own) == 2, (name, own)
+        rendered = sorted(str(ipaddress.ip_interface(a).ip)
+                          for eth in netconfig["ethernets"].values()
+                          for a in eth.get("addresses", []))
+        assert rendered == own, (name, rendered, own)
+        macs = {nic["mac"].lower() for nic in host["status"]["hardware"]["nics"]}
+        rendered_macs = {eth["match"]["macaddress"].lower()
+                         for eth in netconfig["ethernets"].values()}
+        assert rendered_macs <= macs, (name, rendered_macs, macs)
+        # The same document is on the host, written by the agent.
+        on_disk = yaml.safe_load((host_root(rack, host["metadata"]["name"])
+                                  / "etc/netplan/60-racksmith.yaml").read_text())
+        assert on_disk == {"network": netconfig}
+        internal = [a["address"] for a in machine["status"]["addresses"]
+                    if a["type"] == "InternalIP"]
+        assert internal and ipaddress.ip_address(internal[0]) in ipaddress.ip_network(
+            "10.10.0.0/24")
+
+
+def test_reapplying_every_state_item_changes_nothing(
+        rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    for name, machine in ready.items():
+        root = host_root(rack, machine["status"]["hostRef"]["name"])
+        res = subprocess.run(
+            [sys.executable, "-m", "racksmith.cli.main", "agent", "--config",
+             str(root / "etc/racksmith/agent.yaml"), "--root", str(root), "--emulated", "--once"],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        assert res.returncode == 0, (name, res.stdout[-2000:], res.stderr[-2000:])
+        lcm = rack.get("lcmmachine", name)
+        items = lcm["status"]["items"]
+        assert len(items) == len(lcm["spec"]["stateItems"])
+        changed = [i["name"] for i in items if i.get("changed")]
+        assert changed == [], (name, changed)
+        assert all(i["state"] == "Applied" for i in items)
+
+
+def test_deleting_a_worker_returns_its_host_and_addresses(
+        rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    machine = ready["demo-worker-2"]
+    host_name = machine["status"]["hostRef"]["name"]
+    before = {s["metadata"]["name"]: s["status"]["allocated"] for s in rack.get("subnets")["items"]}
+    rack.kubectl("delete", "machine", "demo-worker-2", "--wait=false")
+    wait_for(rack, "the Machine gone",
+             lambda: rack.kubectl("get", "machine", "demo-worker-2", check=False).returncode != 0,
+             timeout=600)
+    host = rack.hosts()[host_name]
+    assert state(host) == "available", state(host)
+    assert not host["spec"].get("consumerRef")
+    assert not host["spec"].get("image")
+    assert rack.kubectl("get", "node", "demo-worker-2", check=False).returncode != 0
+    assert rack.kubectl("get", "lcmmachine", "demo-worker-2", check=False).returncode != 0
+    left = [x for x in rack.get("ipaddrs")["items"]
+            if x["metadata"]["labels"].get("ipam.racksmith.io/ipamhost") == "demo-worker-2"]
+    assert left == []
+
+    def released() -> bool:
+        now = {s["metadata"]["name"]: s["status"]["allocated"]
+               for s in rack.get("subnets")["items"]}
+        return all(now[k] == v - 1 for k, v in before.items())
+
+    wait_for(rack, "the subnets' allocated count down by one", released, timeout=60)
+    # The other machines are untouched.
+    phases = {m["metadata"]["name"]: (m.get("status") or {}).get("phase")
+              for m in rack.get("machines")["items"]}
+    assert phases == {n: "Ready" for n in MACHINES if n != "demo-worker-2"}
+
+
+def _cluster_ready(rack: Rack) -> dict[str, Any] | None:
+    cluster: dict[str, Any] = rack.get("cluster", "demo")
+    conditions = {c["type"]: c["status"] for c in (cluster.get("status") or {})
+                  .get("conditions", [])}
+    return cluster if conditions.get("Ready") == "True" else None
+
+
+def _taint_keys(node: dict[str, Any]) -> set[str]:
+    return {t["key"] for t in node["spec"].get("taints") or []
+            if t["key"].startswith(ROLE_PREFIX)}

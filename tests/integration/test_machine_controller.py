@@ -1,0 +1,524 @@
+"""The Machine and Cluster controllers against the real embedded API server.
+
+The real BareMetalHost controller runs with the in-memory fixture
+provisioner, so hosts really go available → provisioned → deprovisioning →
+available. The parts written elsewhere are played by the test itself: it
+renders the IpamHost (status OK with a netconfig), reports the LCMMachine
+Ready as the host agent would, and registers the Node with a Ready
+condition as a kubelet would. Every wait polls under a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from racksmith.apiserver.server import ApiServer
+from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
+from racksmith.controllers.cluster import cluster_controller
+from racksmith.controllers.machine import FINALIZER, machine_controller
+from racksmith.provisioner.fixture import FixtureProvisioner
+from racksmith.runtime import Manager
+from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+
+NS = "default"
+METAL, CLUSTER, IPAM, LCM = ("metal.racksmith.io", "cluster.racksmith.io", "ipam.racksmith.io",
+                             "lcm.racksmith.io")
+V = "v1alpha1"
+WAIT = 30.0  # upper bound of every wait; never an expectation
+TOKEN = "agent-t0ken-d0-not-leak"
+CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+IMAGE = {"url": "http://images.example/os.qcow2", "checksum": "abc", "checksumType": "sha256"}
+SETTINGS = BareMetalHostSettings(
+    poll_floor=0.01, poll_default=0.02, steady_poll=1.0, error_backoff_base=0.02,
+    error_backoff_cap=0.2, backend_retry_base=0.02, backend_retry_cap=0.2, jitter=0.0,
+    calls_per_minute=100_000,
+)
+NETCONFIG = {"version": 2, "ethernets": {
+    "eno1": {"match": {"macaddress": "52:54:00:00:00:01"}, "set-name": "eno1",
+             "addresses": ["10.10.0.11/24"]},
+    "eno2": {"match": {"macaddress": "52:54:00:00:00:02"}, "set-name": "eno2",
+             "addresses": ["10.20.0.11/24"]}}}
+ROLE = "node-role.kubernetes.io/"
+
+
+async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
+    try:
+        async with asyncio.timeout(WAIT):
+            while not await cond():
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for: {what}") from None
+
+
+def b64(data: bytes | str) -> str:
+    return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
+
+
+class World:
+    """The test's view of the API, and the parts it plays (IPAM, agent, kubelet)."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.custom = CustomObjectsApi(client)
+        self.core = CoreV1Api(client)
+        self.policy = PolicyV1Api(client)
+
+    async def get(self, group: str, plural: str, name: str,
+                  namespace: str | None = NS) -> dict[str, Any] | None:
+        try:
+            if namespace is None:
+                obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
+                    group, V, plural, name)
+            else:
+                obj = await self.custom.get_namespaced_custom_object(
+                    group, V, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return obj
+
+    async def create(self, group: str, plural: str, body: dict[str, Any],
+                     namespace: str | None = NS) -> None:
+        if namespace is None:
+            await self.custom.create_cluster_custom_object(group, V, plural, body)
+        else:
+            await self.custom.create_namespaced_custom_object(group, V, namespace, plural, body)
+
+    async def machine(self, name: str, roles: list[str], rack: str) -> None:
+        await self.create(CLUSTER, "machines", {
+            "apiVersion": f"{CLUSTER}/{V}", "kind": "Machine", "metadata": {"name": name},
+            "spec": {"clusterName": "demo", "roles": roles,
+                     "hostSelector": {"matchLabels": {"rack": rack}}}})
+
+    async def phase(self, name: str) -> str | None:
+        obj = await self.get(CLUSTER, "machines", name)
+        return ((obj or {}).get("status") or {}).get("phase")
+
+    async def in_phase(self, name: str, *phases: str) -> None:
+        async def check() -> bool:
+            return await self.phase(name) in phases
+        await eventually(check, f"machine {name} in phase {' or '.join(phases)}")
+
+    async def condition(self, group: str, plural: str, name: str, kind: str
+                        ) -> dict[str, Any] | None:
+        obj = await self.get(group, plural, name)
+        for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+            if cond["type"] == kind:
+                return dict(cond)
+        return None
+
+    async def host_state(self, name: str) -> str | None:
+        obj = await self.get(METAL, "baremetalhosts", name)
+        return (((obj or {}).get("status") or {}).get("provisioning") or {}).get("state")
+
+    async def host_in(self, name: str, state: str) -> None:
+        async def check() -> bool:
+            return await self.host_state(name) == state
+        await eventually(check, f"host {name} {state}")
+
+    async def exists(self, what: str, fetch: Callable[[], Awaitable[Any]]) -> Any:
+        found: list[Any] = []
+
+        async def check() -> bool:
+            obj = await fetch()
+            if obj is not None:
+                found.append(obj)
+            return obj is not None
+        await eventually(check, f"{what} exists")
+        return found[-1]
+
+    async def gone(self, what: str, fetch: Callable[[], Awaitable[Any]]) -> None:
+        async def check() -> bool:
+            return await fetch() is None
+        await eventually(check, f"{what} gone")
+
+    async def put_status(self, group: str, plural: str, name: str,
+                         status: dict[str, Any]) -> None:
+        for _ in range(50):
+            obj = await self.get(group, plural, name)
+            assert obj is not None
+            obj["status"] = status
+            try:
+                await self.custom.replace_namespaced_custom_object_status(
+                    group, V, NS, plural, name, obj)
+                return
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+        raise AssertionError(f"status of {plural}/{name} kept conflicting")
+
+    # --- the parts played by the test -----------------------------------------
+
+    async def render_network(self, machine: str) -> None:
+        """The IpamHost controller's part: state OK with a netconfig."""
+        await self.exists(f"IpamHost {machine}",
+                          lambda: self.get(IPAM, "ipamhosts", machine))
+        await self.put_status(IPAM, "ipamhosts", machine,
+                              {"state": "OK", "netconfig": NETCONFIG})
+
+    async def agent_ready(self, machine: str) -> None:
+        """The agent's part: every item applied for the current generation."""
+        lcm = await self.exists(f"LCMMachine {machine}",
+                                lambda: self.get(LCM, "lcmmachines", machine))
+        await self.put_status(LCM, "lcmmachines", machine, {
+            "phase": "Ready", "observedGeneration": lcm["metadata"]["generation"],
+            "release": lcm["spec"]["release"],
+            "items": [{"name": i["name"], "state": "Applied"} for i in lcm["spec"]["stateItems"]]})
+
+    async def kubelet(self, machine: str) -> None:
+        """The kubelet's part: Node ``machine``, Ready, with labels of its own."""
+        await self.core.create_node({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": machine, "labels": {"kubernetes.io/hostname": machine}},
+            "spec": {"taints": [{"key": "example.com/dedicated", "value": "x",
+                                 "effect": "NoSchedule"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+
+    async def node(self, name: str) -> dict[str, Any] | None:
+        try:
+            node = await self.core.read_node(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        out: dict[str, Any] = self.core.api_client.sanitize_for_serialization(node)
+        return out
+
+    async def pod(self, name: str) -> Any:
+        try:
+            return await self.core.read_namespaced_pod(name, NS)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def events(self, name: str) -> list[Any]:
+        out = await self.core.list_namespaced_event(NS)
+        return [e for e in out.items if e.involved_object.name == name]
+
+    async def has_event(self, name: str, reason: str) -> None:
+        async def check() -> bool:
+            return reason in {e.reason for e in await self.events(name)}
+        await eventually(check, f"event {reason} about {name}")
+
+
+@pytest.fixture
+async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
+    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
+    try:
+        yield api_client
+    finally:
+        await api_client.close()
+
+
+@contextlib.asynccontextmanager
+async def running(client: ApiClient, backend: FixtureProvisioner | None = None
+                  ) -> AsyncIterator[None]:
+    backend = backend if backend is not None else FixtureProvisioner(poll=0.01)
+    controllers = [
+        baremetalhost_controller(client, backend, settings=SETTINGS, workers=2),
+        machine_controller(client, workers=2),
+        cluster_controller(client),
+    ]
+    manager = Manager(client, controllers, identity="machine-test", shutdown_timeout=10)
+    task = asyncio.create_task(manager.run())
+    try:
+        async with asyncio.timeout(WAIT):
+            while not manager.ready:
+                assert not task.done(), task
+                await asyncio.sleep(0.02)
+        yield
+    finally:
+        async with asyncio.timeout(WAIT):
+            await manager.stop()
+            await task
+
+
+async def setup(world: World, hosts: dict[str, str]) -> None:
+    """The agent Secret, a release, a cluster and available hosts (name → rack)."""
+    with contextlib.suppress(ApiException):
+        await world.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "racksmith-system"}})
+    await world.core.create_namespaced_secret("racksmith-system", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "racksmith-agent"},
+        "data": {"server": b64("https://127.0.0.1:6443"), "ca.crt": b64(CA_PEM),
+                 "token": b64(TOKEN)}})
+    await world.create(CLUSTER, "clusterreleases", {
+        "apiVersion": f"{CLUSTER}/{V}", "kind": "ClusterRelease",
+        "metadata": {"name": "rel-1"},
+        "spec": {"version": "1.0.0", "kubernetesVersion": "1.30.0", "osImage": IMAGE,
+                 "stateItems": [
+                     {"name": "containerd", "phase": "configuration", "type": "package",
+                      "params": {"name": "containerd", "version": "1.7"}},
+                     {"name": "init", "phase": "join", "type": "kubeadm", "roles": ["master"],
+                      "params": {"phase": "init"}}]}}, namespace=None)
+    await world.create(CLUSTER, "clusters", {
+        "apiVersion": f"{CLUSTER}/{V}", "kind": "Cluster", "metadata": {"name": "demo"},
+        "spec": {"release": "rel-1", "networks": {"controlPlaneCIDRs": ["10.10.0.0/24"],
+                                                  "workloadPlaneCIDRs": ["10.20.0.0/24"]}}})
+    for name, rack in hosts.items():
+        await world.core.create_namespaced_secret(NS, {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-bmc"},
+            "data": {"username": b64("admin"), "password": b64("pw")}})
+        await world.create(METAL, "baremetalhosts", {
+            "apiVersion": f"{METAL}/{V}", "kind": "BareMetalHost",
+            "metadata": {"name": name, "labels": {"rack": rack}},
+            "spec": {"bmc": {"address": f"redfish://bmc-{name}.example/redfish/v1/Systems/1",
+                             "credentialsName": f"{name}-bmc"},
+                     "bootMACAddress": "52:54:00:00:00:01"}})
+    for name in hosts:
+        await world.host_in(name, "available")
+
+
+def no_token(*objects: Any) -> None:
+    for obj in objects:
+        assert TOKEN not in json.dumps(obj, default=str)
+
+
+async def deploy(world: World, machine: str) -> None:
+    """Play IPAM, agent and kubelet for ``machine`` until it is Ready."""
+    await world.render_network(machine)
+    await world.exists(f"LCMMachine {machine}", lambda: world.get(LCM, "lcmmachines", machine))
+    await world.in_phase(machine, "Deploying")
+    await world.agent_ready(machine)
+    await world.kubelet(machine)
+    await world.in_phase(machine, "Ready")
+
+
+async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
+    world = World(client)
+    async with running(client):
+        await setup(world, {"h1": "a", "h2": "b"})
+        await world.machine("master-1", ["master", "etcd"], "a")
+        await world.machine("worker-1", ["node"], "b")
+
+        # Claimed, with the network asked for.
+        ipamhost = await world.exists("IpamHost master-1",
+                                      lambda: world.get(IPAM, "ipamhosts", "master-1"))
+        machine = await world.get(CLUSTER, "machines", "master-1")
+        assert machine is not None and FINALIZER in machine["metadata"]["finalizers"]
+        assert ipamhost["spec"]["machineRef"] == {"name": "master-1"}
+        assert ipamhost["spec"]["nicMACmap"][0] == {
+            "name": "eno1", "mac": "52:54:00:00:00:01", "primary": True}
+        assert ipamhost["metadata"]["labels"] == {"cluster.racksmith.io/machine": "master-1",
+                                                  "cluster.racksmith.io/cluster": "demo"}
+        owner = ipamhost["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"], owner["controller"]) == (
+            "Machine", machine["metadata"]["uid"], True)
+        host = await world.get(METAL, "baremetalhosts", "h1")
+        assert host is not None
+        assert host["spec"]["consumerRef"] == {
+            "apiVersion": f"{CLUSTER}/{V}", "kind": "Machine", "name": "master-1",
+            "namespace": NS, "uid": machine["metadata"]["uid"]}
+
+        # Provisioning: image, user data, power.
+        await world.render_network("master-1")
+        # Provisioning lasts a few fixture polls: Deploying may come first.
+        await world.in_phase("master-1", "Provisioning", "Deploying")
+        host = await world.get(METAL, "baremetalhosts", "h1")
+        assert host is not None
+        assert host["spec"]["image"] == IMAGE
+        assert host["spec"]["userData"]["name"] == "master-1-user-data"
+        assert host["spec"]["online"] is True
+        secret = await world.core.read_namespaced_secret("master-1-user-data", NS)
+        text = base64.b64decode(secret.data["userData"]).decode()
+        assert text.startswith("#cloud-config\n")
+        cloud = yaml.safe_load(text)
+        config = yaml.safe_load(cloud["write_files"][0]["content"])
+        assert config == {"server": "https://127.0.0.1:6443",
+                          "certificateAuthorityData": b64(CA_PEM), "token": TOKEN,
+                          "namespace": NS, "lcmMachine": "master-1", "nodeName": "master-1"}
+        assert cloud["runcmd"] == [["racksmith", "agent", "--config",
+                                    "/etc/racksmith/agent.yaml"]]
+        lcm = await world.get(LCM, "lcmmachines", "master-1")
+        assert lcm is not None
+        assert [i["name"] for i in lcm["spec"]["stateItems"]] == [
+            "racksmith-netplan", "containerd", "init"]
+        assert (lcm["spec"]["release"], lcm["spec"]["clusterName"]) == ("rel-1", "demo")
+
+        # The host provisions, the agent deploys, the node registers: Ready.
+        await world.host_in("h1", "provisioned")
+        await deploy(world, "master-1")
+        await deploy(world, "worker-1")
+        machine = await world.get(CLUSTER, "machines", "master-1")
+        assert machine is not None
+        status = machine["status"]
+        assert status["nodeRef"]["name"] == "master-1"
+        assert status["hostRef"]["name"] == "h1"
+        assert status["release"] == "rel-1"
+        assert status["observedGeneration"] == machine["metadata"]["generation"]
+        assert status["addresses"] == [
+            {"type": "InternalIP", "address": "10.10.0.11"},
+            {"type": "WorkloadIP", "address": "10.20.0.11"},
+            {"type": "Hostname", "address": "master-1"}]
+        assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+
+        async def roles_on(node: str, labels: dict[str, str], taints: list[Any]) -> bool:
+            got = await world.node(node)
+            if got is None:
+                return False
+            return (got["metadata"]["labels"] == labels
+                    and (got["spec"].get("taints") or []) == taints)
+        own_taint = {"key": "example.com/dedicated", "value": "x", "effect": "NoSchedule"}
+        master_labels = {"kubernetes.io/hostname": "master-1", f"{ROLE}master": "",
+                         f"{ROLE}etcd": ""}
+        master_taints = [own_taint, {"key": f"{ROLE}master", "effect": "NoSchedule"},
+                         {"key": f"{ROLE}etcd", "effect": "NoSchedule"}]
+        await eventually(lambda: roles_on("master-1", master_labels, master_taints),
+                         "master roles on its node")
+        await eventually(lambda: roles_on(
+            "worker-1", {"kubernetes.io/hostname": "worker-1", f"{ROLE}node": ""}, [own_taint]),
+            "worker roles on its node")
+
+        async def counts(total: int, ready: int, release: str | None) -> bool:
+            obj = await world.get(CLUSTER, "clusters", "demo")
+            st = (obj or {}).get("status") or {}
+            return (st.get("machinesTotal"), st.get("machinesReady"), st.get("release")) == (
+                total, ready, release)
+        await eventually(lambda: counts(2, 2, "rel-1"), "cluster 2/2 on rel-1")
+        ready = await world.condition(CLUSTER, "clusters", "demo", "Ready")
+        assert ready is not None and ready["status"] == "True"
+
+        # Deleting the worker: cordon, drain (a PDB refuses first), release.
+        await world.core.create_namespaced_pod(NS, {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"nodeName": "worker-1", "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready",
+                                                           "status": "True"}]}})
+        await world.core.create_namespaced_pod(NS, {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "agent-x", "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                "uid": "ds-uid"}]},
+            "spec": {"nodeName": "worker-1", "containers": [{"name": "c", "image": "a"}]}})
+        await world.policy.create_namespaced_pod_disruption_budget(NS, {
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+        await world.custom.delete_namespaced_custom_object(CLUSTER, V, NS, "machines",
+                                                           "worker-1")
+        await world.in_phase("worker-1", "Deleting")
+
+        async def refused() -> bool:
+            cond = await world.condition(CLUSTER, "machines", "worker-1", "Drained")
+            return cond is not None and cond["reason"] == "EvictionRefused"
+        await eventually(refused, "the PDB refuses the eviction")
+        cond = await world.condition(CLUSTER, "machines", "worker-1", "Drained")
+        assert cond is not None and cond["status"] == "False"
+        assert "disruption budget" in cond["message"]
+        node = await world.node("worker-1")
+        assert node is not None and node["spec"]["unschedulable"] is True
+        assert await world.pod("web") is not None
+        await world.has_event("worker-1", "EvictionRefused")
+
+        # The budget goes; the next attempt evicts (nudged instead of waiting 10 s).
+        await world.policy.delete_namespaced_pod_disruption_budget("web", NS)
+        await world.custom.patch_namespaced_custom_object(
+            CLUSTER, V, NS, "machines", "worker-1",
+            {"metadata": {"annotations": {"test/nudge": "1"}}},
+            _content_type="application/merge-patch+json")
+        await world.gone("pod web", lambda: world.pod("web"))
+        await world.gone("Node worker-1", lambda: world.node("worker-1"))
+        await world.gone("LCMMachine worker-1", lambda: world.get(LCM, "lcmmachines",
+                                                                   "worker-1"))
+        await world.gone("Machine worker-1", lambda: world.get(CLUSTER, "machines", "worker-1"))
+        assert await world.pod("agent-x") is not None  # DaemonSet pods stay
+        host = await world.get(METAL, "baremetalhosts", "h2")
+        assert host is not None
+        assert await world.host_state("h2") == "available"
+        for key in ("consumerRef", "image", "userData"):
+            assert key not in host["spec"]
+        assert host["spec"]["online"] is False
+        assert await world.get(IPAM, "ipamhosts", "worker-1") is None
+        with pytest.raises(ApiException) as err:
+            await world.core.read_namespaced_secret("worker-1-user-data", NS)
+        assert err.value.status == 404
+        await eventually(lambda: counts(1, 1, "rel-1"), "cluster 1/1")
+
+        # The token is in the user data Secret only.
+        no_token(await world.get(CLUSTER, "machines", "master-1"),
+                 [e.to_dict() for e in await world.events("master-1")],
+                 [e.to_dict() for e in await world.events("worker-1")])
+
+
+async def test_two_machines_one_host_and_no_match(client: ApiClient) -> None:
+    world = World(client)
+    async with running(client):
+        await setup(world, {"h1": "a"})
+        await world.machine("m-a", ["node"], "a")
+        await world.machine("m-b", ["node"], "a")
+        await world.machine("m-z", ["node"], "z")
+
+        async def claimed() -> list[str]:
+            out = []
+            for name in ("m-a", "m-b"):
+                cond = await world.condition(CLUSTER, "machines", name, "HostClaimed")
+                if cond is not None and cond["status"] == "True":
+                    out.append(name)
+            return out
+
+        async def settled() -> bool:
+            if len(await claimed()) != 1:
+                return False
+            loser = "m-b" if (await claimed()) == ["m-a"] else "m-a"
+            cond = await world.condition(CLUSTER, "machines", loser, "HostClaimed")
+            return cond is not None and cond["reason"] == "NoMatchingHost"
+        await eventually(settled, "exactly one machine claims h1")
+        (winner,) = await claimed()
+        loser = "m-b" if winner == "m-a" else "m-a"
+        host = await world.get(METAL, "baremetalhosts", "h1")
+        assert host is not None and host["spec"]["consumerRef"]["name"] == winner
+        machine = await world.get(CLUSTER, "machines", loser)
+        assert machine is not None and machine["status"]["phase"] == "Pending"
+        assert machine["status"].get("hostRef") is None
+        await world.has_event(loser, "NoMatchingHost")
+
+        async def no_match() -> bool:
+            cond = await world.condition(CLUSTER, "machines", "m-z", "HostClaimed")
+            return cond is not None and cond["reason"] == "NoMatchingHost"
+        await eventually(no_match, "m-z finds no host")
+        cond = await world.condition(CLUSTER, "machines", "m-z", "HostClaimed")
+        assert cond is not None and cond["status"] == "False" and "rack=z" in cond["message"]
+        await world.has_event("m-z", "NoMatchingHost")
+        assert await world.get(IPAM, "ipamhosts", "m-z") is None
+
+        # The cluster counts them all, none Ready.
+        async def counted() -> bool:
+            obj = await world.get(CLUSTER, "clusters", "demo")
+            st = (obj or {}).get("status") or {}
+            return (st.get("machinesTotal"), st.get("machinesReady")) == (3, 0)
+        await eventually(counted, "cluster counts 3 machines")
+        found = await world.condition(CLUSTER, "clusters", "demo", "ReleaseFound")
+        assert found is not None and found["status"] == "True"
+
+
+async def test_a_restart_repeats_nothing(client: ApiClient) -> None:
+    """Controllers stopped while the host provisions and started again (new
+    processes would start from the same API state): still one host, one deploy."""
+    world = World(client)
+    backend = FixtureProvisioner(poll=0.01, steps={"provision": 30})
+    async with running(client, backend):
+        await setup(world, {"h1": "a", "h2": "a"})
+        await world.machine("m", ["node"], "a")
+        await world.render_network("m")
+        await world.in_phase("m", "Provisioning")
+    async with running(client, backend):
+        await world.host_in("h1", "provisioned")
+        await deploy(world, "m")
+    assert sum(backend.deploys.values()) == 1
+    h2 = await world.get(METAL, "baremetalhosts", "h2")
+    assert h2 is not None and "consumerRef" not in h2["spec"]
+    assert await world.host_state("h2") == "available"
+    claims = [e for e in await world.events("m") if e.reason == "HostClaimed"]
+    assert len(claims) == 1

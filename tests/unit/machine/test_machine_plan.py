@@ -1,0 +1,353 @@
+"""The Machine planner: a table of observed worlds and the one step each leads to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+
+from racksmith.controllers.baremetalhost.annotations import DETACHED, PAUSED
+from racksmith.controllers.machine import names as n
+from racksmith.controllers.machine.observed import Observed
+from racksmith.controllers.machine.plan import (
+    RETRY_NO_HOST,
+    AddFinalizer,
+    ClaimHost,
+    CordonNode,
+    DeleteIpamHost,
+    DeleteLCMMachine,
+    DeleteNode,
+    DeleteUserData,
+    EnsureIpamHost,
+    EvictPods,
+    ProvisionHost,
+    ReleaseHost,
+    RemoveFinalizer,
+    Step,
+    SyncNodeRoles,
+    Wait,
+    WriteLCMMachine,
+    WriteUserData,
+    decide,
+)
+from racksmith.kinds.cluster import AddressType, MachinePhase
+from racksmith.kinds.common import ConditionStatus
+from racksmith.planners.release import NETPLAN_ITEM
+from tests.unit.machine import builders as b
+
+M = b.machine()
+
+
+def lcm_spec(roles: list[str] | None = None) -> dict[str, Any]:
+    """The LCMMachine spec the planner renders for m1 (asked from the planner)."""
+    step = decide(b.observed(b.machine(roles=roles), hosts=(b.host("h1", consumer=M),),
+                             ipamhost=b.ipamhost()))
+    assert isinstance(step.action, WriteLCMMachine)
+    spec: dict[str, Any] = step.action.spec.model_dump(mode="json", by_alias=True)
+    return spec
+
+
+def provisioned(**kw: Any) -> dict[str, Any]:
+    """Everything in place up to a provisioned host."""
+    base: dict[str, Any] = {
+        "hosts": (b.host("h1", consumer=M, state="provisioned", image=b.IMAGE,
+                         user_data="m1-user-data", online=True),),
+        "ipamhost": b.ipamhost(), "lcm": b.lcm(lcm_spec()), "user_data": b.user_data(),
+    }
+    base.update(kw)
+    return base
+
+
+def cond(step: Step, kind: str) -> tuple[ConditionStatus, str] | None:
+    for c in step.conditions:
+        if c.type == kind:
+            return c.status, c.reason
+    return None
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    world: Callable[[], Observed]
+    action: type
+    phase: MachinePhase
+    condition: tuple[str, ConditionStatus, str] | None = None
+
+
+CASES = [
+    Case("no finalizer yet", lambda: b.observed(b.machine(finalizer=False)), AddFinalizer,
+         MachinePhase.PENDING),
+    Case("cluster missing", lambda: b.observed(cluster=None), Wait, MachinePhase.PENDING,
+         (n.CLUSTER_FOUND, ConditionStatus.FALSE, n.NOT_FOUND)),
+    Case("release missing", lambda: b.observed(release=None), Wait, MachinePhase.PENDING,
+         (n.RELEASE_FOUND, ConditionStatus.FALSE, n.NOT_FOUND)),
+    Case("no host at all", lambda: b.observed(), Wait, MachinePhase.PENDING,
+         (n.HOST_CLAIMED, ConditionStatus.FALSE, n.NO_MATCHING_HOST)),
+    Case("only unusable hosts", lambda: b.observed(hosts=(
+        b.host("a", state="provisioning"),
+        b.host("b", consumer=b.machine("other", uid="uid-other")),
+        b.host("c", annotations={PAUSED: ""}),
+        b.host("d", annotations={DETACHED: ""}),
+    )), Wait, MachinePhase.PENDING, (n.HOST_CLAIMED, ConditionStatus.FALSE, n.NO_MATCHING_HOST)),
+    Case("free host", lambda: b.observed(hosts=(b.host("h2"), b.host("h1"))), ClaimHost,
+         MachinePhase.PENDING),
+    Case("claimed: network first", lambda: b.observed(hosts=(b.host("h1", consumer=M),)),
+         EnsureIpamHost, MachinePhase.PENDING, (n.HOST_CLAIMED, ConditionStatus.TRUE, n.CLAIMED)),
+    Case("network pending", lambda: b.observed(hosts=(b.host("h1", consumer=M),),
+                                               ipamhost=b.ipamhost("Pending")),
+         Wait, MachinePhase.PENDING, (n.NETWORK_READY, ConditionStatus.FALSE, "Pending")),
+    Case("network error", lambda: b.observed(hosts=(b.host("h1", consumer=M),),
+                                             ipamhost=b.ipamhost("Error", messages=["bad"])),
+         Wait, MachinePhase.PENDING, (n.NETWORK_READY, ConditionStatus.FALSE, "Error")),
+    Case("network ready: LCMMachine", lambda: b.observed(hosts=(b.host("h1", consumer=M),),
+                                                         ipamhost=b.ipamhost()),
+         WriteLCMMachine, MachinePhase.PENDING,
+         (n.NETWORK_READY, ConditionStatus.TRUE, "OK")),
+    Case("stale LCMMachine is rewritten", lambda: b.observed(
+        hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(),
+        lcm=b.lcm({**lcm_spec(), "release": "old"})), WriteLCMMachine, MachinePhase.PENDING),
+    Case("agent secret missing", lambda: b.observed(
+        hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec()),
+        agent="agent Secret racksmith-system/racksmith-agent not found"),
+         Wait, MachinePhase.PENDING,
+         (n.AGENT_CONFIG_READY, ConditionStatus.FALSE, "AgentSecretMissing")),
+    Case("no image anywhere", lambda: b.observed(
+        hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec()),
+        release=b.release(os_image=None)),
+         Wait, MachinePhase.PENDING, (n.IMAGE_KNOWN, ConditionStatus.FALSE, "NoImage")),
+    Case("user data next", lambda: b.observed(
+        hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec())),
+         WriteUserData, MachinePhase.PENDING),
+    Case("default image used", lambda: b.observed(
+        hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec()),
+        release=b.release(os_image=None), default_image=b.IMAGE, user_data=b.user_data()),
+         ProvisionHost, MachinePhase.PROVISIONING),
+    Case("host carries the image: provisioning", lambda: b.observed(
+        hosts=(b.host("h1", consumer=M, image=b.IMAGE, user_data="m1-user-data", online=True),),
+        ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec()), user_data=b.user_data()),
+         Wait, MachinePhase.PROVISIONING),
+    Case("host provisioning", lambda: b.observed(**provisioned(hosts=(
+        b.host("h1", consumer=M, state="provisioning", image=b.IMAGE),))),
+         Wait, MachinePhase.PROVISIONING,
+         (n.HOST_PROVISIONED, ConditionStatus.FALSE, "Provisioning")),
+    Case("provisioned without agent secret or image still deploys",
+         lambda: b.observed(**provisioned(), agent="gone", release=b.release(os_image=None)),
+         Wait, MachinePhase.DEPLOYING, (n.READY, ConditionStatus.FALSE, "Deploying")),
+    Case("agent ready, no node", lambda: b.observed(**provisioned(
+        lcm=b.lcm(lcm_spec(), phase="Ready"))),
+         Wait, MachinePhase.DEPLOYING, (n.READY, ConditionStatus.FALSE, "NodeNotReady")),
+    Case("agent on an old generation", lambda: b.observed(**provisioned(
+        lcm=b.lcm(lcm_spec(), phase="Ready", observed=1, generation=2)), node=b.node(
+            labels={"node-role.kubernetes.io/node": ""})),
+         Wait, MachinePhase.DEPLOYING, (n.READY, ConditionStatus.FALSE, "Deploying")),
+    Case("node without role labels", lambda: b.observed(**provisioned(), node=b.node()),
+         SyncNodeRoles, MachinePhase.DEPLOYING),
+    Case("node not ready", lambda: b.observed(**provisioned(
+        lcm=b.lcm(lcm_spec(), phase="Ready")),
+        node=b.node(ready=False, labels={"node-role.kubernetes.io/node": ""})),
+         Wait, MachinePhase.DEPLOYING, (n.READY, ConditionStatus.FALSE, "NodeNotReady")),
+    Case("everything ready", lambda: b.observed(**provisioned(
+        lcm=b.lcm(lcm_spec(), phase="Ready")), node=b.node(
+            labels={"node-role.kubernetes.io/node": ""})),
+         Wait, MachinePhase.READY, (n.READY, ConditionStatus.TRUE, "Ready")),
+    Case("claimed host vanished after Pending", lambda: b.observed(b.machine(status={
+        "phase": "Provisioning", "hostRef": {"name": "h1"}})),
+         Wait, MachinePhase.FAILED, (n.HOST_CLAIMED, ConditionStatus.FALSE, n.HOST_GONE)),
+    # --- deletion
+    Case("delete: cordon", lambda: b.observed(b.machine(deleting=True), **provisioned(),
+                                              node=b.node()),
+         CordonNode, MachinePhase.DELETING),
+    Case("delete: evict", lambda: b.observed(
+        b.machine(deleting=True), **provisioned(), node=b.node(unschedulable=True),
+        pods=(b.pod("web"), b.pod("ds", daemonset=True), b.pod("mirror", mirror=True))),
+         EvictPods, MachinePhase.DELETING, (n.DRAINED, ConditionStatus.FALSE, "Draining")),
+    Case("delete: pods terminating", lambda: b.observed(
+        b.machine(deleting=True), **provisioned(), node=b.node(unschedulable=True),
+        pods=(b.pod("web", terminating=True), b.pod("ds", daemonset=True))),
+         Wait, MachinePhase.DELETING, (n.DRAINED, ConditionStatus.FALSE, "Draining")),
+    Case("delete: drained, node goes", lambda: b.observed(
+        b.machine(deleting=True), **provisioned(), node=b.node(unschedulable=True),
+        pods=(b.pod("ds", daemonset=True),)),
+         DeleteNode, MachinePhase.DELETING, (n.DRAINED, ConditionStatus.TRUE, "Drained")),
+    Case("delete: LCMMachine", lambda: b.observed(b.machine(deleting=True), **provisioned()),
+         DeleteLCMMachine, MachinePhase.DELETING),
+    Case("delete: release the host", lambda: b.observed(
+        b.machine(deleting=True), **provisioned(lcm=None)), ReleaseHost, MachinePhase.DELETING),
+    Case("delete: IpamHost", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}}),
+        **provisioned(lcm=None, hosts=(b.host("h1", state="provisioned"),))),
+         DeleteIpamHost, MachinePhase.DELETING),
+    Case("delete: user data", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}}),
+        **provisioned(lcm=None, ipamhost=None, hosts=(b.host("h1", state="provisioned"),))),
+         DeleteUserData, MachinePhase.DELETING),
+    Case("delete: host deprovisioning", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}}),
+        hosts=(b.host("h1", state="deprovisioning"),)),
+         Wait, MachinePhase.DELETING, (n.HOST_CLAIMED, ConditionStatus.FALSE, "Releasing")),
+    Case("delete: agent registered the node again", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}, "conditions": [
+            {"type": n.DRAINED, "status": "True", "reason": "Drained"}]}),
+        hosts=(b.host("h1"),), node=b.node()), DeleteNode, MachinePhase.DELETING),
+    Case("delete: addresses still held", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}}),
+        hosts=(b.host("h1"),), ipamhost=b.ipamhost(deleting=True)),
+         Wait, MachinePhase.DELETING),
+    Case("delete: host taken by another machine", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}}),
+        hosts=(b.host("h1", state="provisioning",
+                      consumer=b.machine("m2", uid="uid-m2")),)),
+         RemoveFinalizer, MachinePhase.DELETING),
+    Case("delete: all gone", lambda: b.observed(
+        b.machine(deleting=True, status={"hostRef": {"name": "h1"}}), hosts=(b.host("h1"),)),
+         RemoveFinalizer, MachinePhase.DELETING),
+    Case("delete: never got a host", lambda: b.observed(b.machine(deleting=True)),
+         RemoveFinalizer, MachinePhase.DELETING),
+    Case("delete: finalizer already gone", lambda: b.observed(
+        b.machine(deleting=True, finalizer=False)), Wait, MachinePhase.DELETING),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_decide(case: Case) -> None:
+    step = decide(case.world())
+    assert isinstance(step.action, case.action), step.action
+    assert step.phase is case.phase
+    if case.condition is not None:
+        kind, status, reason = case.condition
+        assert cond(step, kind) == (status, reason), step.conditions
+
+
+def test_claims_in_name_order_only_matching_hosts() -> None:
+    m = b.machine(selector={"matchLabels": {"rack": "a"},
+                            "matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]})
+    step = decide(b.observed(m, hosts=(
+        b.host("h3", labels={"rack": "a"}), b.host("h1", labels={"rack": "b"}),
+        b.host("h2", labels={"rack": "a"}), b.host("h0", labels={"rack": "a", "gpu": "1"}))))
+    assert step.action == ClaimHost(("h2", "h3"))
+
+
+def test_no_match_names_the_selector_and_retries() -> None:
+    m = b.machine(selector={"matchLabels": {"rack": "z"}})
+    step = decide(b.observed(m, hosts=(b.host("h1", labels={"rack": "a"}),)))
+    assert step.action == Wait(RETRY_NO_HOST)
+    message = next(c.message for c in step.conditions if c.type == n.HOST_CLAIMED)
+    assert "rack=z" in message
+
+
+def test_same_name_other_uid_is_not_ours() -> None:
+    old = b.machine(uid="uid-old")
+    step = decide(b.observed(hosts=(b.host("h1", consumer=old), b.host("h2"))))
+    assert step.action == ClaimHost(("h2",))
+
+
+def test_ipamhost_spec_lists_inspected_nics_with_the_boot_nic_primary() -> None:
+    step = decide(b.observed(hosts=(b.host("h1", consumer=M),)))
+    assert isinstance(step.action, EnsureIpamHost)
+    spec = step.action.spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert spec == {"machineRef": {"name": "m1"}, "nicMACmap": [
+        {"name": "eno1", "mac": "52:54:00:00:00:01", "primary": True},
+        {"name": "eno2", "mac": "52:54:00:00:00:02", "primary": False}]}
+    assert step.host_ref is not None and step.host_ref.name == "h1"
+
+
+def test_lcm_spec_carries_the_netplan_first_and_role_items() -> None:
+    worker = lcm_spec()
+    assert worker["machineRef"] == {"name": "m1"}
+    assert (worker["clusterName"], worker["release"]) == ("demo", "rel-1")
+    assert [i["name"] for i in worker["stateItems"]] == [NETPLAN_ITEM, "containerd"]
+    master = lcm_spec(["master", "etcd"])
+    assert [i["name"] for i in master["stateItems"]] == [NETPLAN_ITEM, "containerd", "init"]
+
+
+def test_invalid_roles_make_the_release_invalid() -> None:
+    m = b.machine()
+    m.spec.roles = []  # the schema allows an empty set; the role planner refuses it
+    step = decide(b.observed(m, hosts=(b.host("h1", consumer=m),), ipamhost=b.ipamhost()))
+    assert isinstance(step.action, Wait)
+    assert cond(step, n.RELEASE_VALID) == (ConditionStatus.FALSE, "Invalid")
+
+
+def test_user_data_is_the_cloud_config_with_the_agent_config() -> None:
+    step = decide(b.observed(hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(),
+                             lcm=b.lcm(lcm_spec())))
+    assert isinstance(step.action, WriteUserData)
+    assert "t0k3n" not in repr(step.action)
+    text = step.action.user_data
+    assert text.startswith("#cloud-config\n")
+    doc = yaml.safe_load(text)
+    assert doc["runcmd"] == [["racksmith", "agent", "--config", "/etc/racksmith/agent.yaml"]]
+    (entry,) = doc["write_files"]
+    assert (entry["path"], entry["permissions"]) == ("/etc/racksmith/agent.yaml", "0600")
+    config = yaml.safe_load(entry["content"])
+    assert config["server"] == "https://127.0.0.1:6443"
+    assert config["token"] == "t0k3n"
+    assert (config["namespace"], config["lcmMachine"], config["nodeName"]) == (
+        "default", "m1", "m1")
+
+
+def test_provision_sets_the_profile_and_never_touches_a_started_host() -> None:
+    m = b.machine(profile="fast")
+    world = dict(ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec()), user_data=b.user_data())
+    step = decide(b.observed(m, hosts=(b.host("h1", consumer=m),), **world))
+    assert step.action == ProvisionHost("h1", b.IMAGE, "fast")
+    # Another image in the release later: a provisioned host is left alone.
+    other = b.release(os_image=b.IMAGE.model_copy(update={"url": "http://new"}))
+    step = decide(b.observed(m, release=other, **world, hosts=(
+        b.host("h1", consumer=m, state="provisioned", image=b.IMAGE),)))
+    assert not isinstance(step.action, ProvisionHost)
+
+
+def test_node_roles_exact_for_dedicated_master_others_untouched() -> None:
+    m = b.machine(roles=["master", "etcd"])
+    world = provisioned(lcm=b.lcm(lcm_spec(["master", "etcd"]), phase="Ready"))
+    world["hosts"] = (b.host("h1", consumer=m, state="provisioned", image=b.IMAGE,
+                             user_data="m1-user-data", online=True),)
+    node = b.node(labels={"kubernetes.io/hostname": "m1", "node-role.kubernetes.io/node": ""},
+                  taints=[{"key": "example.com/gpu", "effect": "NoSchedule"},
+                          {"key": "node-role.kubernetes.io/infra", "effect": "NoSchedule"}])
+    step = decide(b.observed(m, **world, node=node))
+    assert isinstance(step.action, SyncNodeRoles)
+    assert step.action.labels == {"kubernetes.io/hostname": "m1",
+                                  "node-role.kubernetes.io/master": "",
+                                  "node-role.kubernetes.io/etcd": ""}
+    assert list(step.action.taints) == [
+        {"key": "example.com/gpu", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"},
+        {"key": "node-role.kubernetes.io/etcd", "effect": "NoSchedule"}]
+    synced = b.node(labels=step.action.labels, taints=list(step.action.taints))
+    again = decide(b.observed(m, **world, node=synced))
+    assert again.phase is MachinePhase.READY
+
+
+def test_ready_fields() -> None:
+    step = decide(b.observed(**provisioned(lcm=b.lcm(lcm_spec(), phase="Ready")),
+                             node=b.node(labels={"node-role.kubernetes.io/node": ""})))
+    assert step.ready is not None
+    assert step.ready.node_ref.name == "m1" and step.ready.node_ref.kind == "Node"
+    assert step.ready.release == "rel-1"
+    assert [(a.type, a.address) for a in step.ready.addresses] == [
+        (AddressType.INTERNAL_IP, "10.10.0.11"), (AddressType.WORKLOAD_IP, "10.20.0.11"),
+        (AddressType.HOSTNAME, "m1")]
+
+
+def test_eviction_skips_daemonset_and_mirror_pods() -> None:
+    step = decide(b.observed(b.machine(deleting=True), **provisioned(),
+                             node=b.node(unschedulable=True),
+                             pods=(b.pod("web"), b.pod("ds", daemonset=True),
+                                   b.pod("mirror", mirror=True), b.pod("db"))))
+    assert isinstance(step.action, EvictPods)
+    assert [p.name for p in step.action.pods] == ["web", "db"]
+
+
+def test_release_clears_the_profile_only_when_we_set_it() -> None:
+    m = b.machine(deleting=True)
+    ours = b.host("h1", consumer=m, state="provisioned",
+                  annotations={n.PROFILE_SET_ANNOTATION: "m1"})
+    step = decide(b.observed(m, hosts=(ours,)))
+    assert step.action == ReleaseHost("h1", clear_profile=True)
+    theirs = b.host("h1", consumer=m, state="provisioned")
+    assert decide(b.observed(m, hosts=(theirs,))).action == ReleaseHost("h1", False)
