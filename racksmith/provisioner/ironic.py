@@ -3,7 +3,11 @@
 Owns :class:`IronicProvisioner`. Each method re-reads the node (by its
 stable name ``<namespace>~<name>``), decides from its provision state,
 target and power state what — if anything — to ask Ironic next, asks at most
-once per call and returns at once (``Result.wait`` while Ironic works). State
+once per call and returns at once (``Result.wait`` while Ironic works). With
+the client's node cache (``racksmith up``) the reads of one reconcile
+(register, then e.g. power_state and power) cost at most one Ironic call:
+the client serves them from data fetched after our last write to the node
+and at most ``node_cache_ttl`` old. State
 translation lives in :mod:`ironic_states`, BMC schemes in
 :mod:`ironic_bmc`, inventory mapping in :mod:`ironic_inventory`.
 
