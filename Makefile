@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python bench/apiserver.py
 	$(BIN)/python bench/provisioning.py
 	$(BIN)/python bench/ipam.py
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf $(VENV) $(IRONIC_VENV) .mypy_cache .ruff_cache

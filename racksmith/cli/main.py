@@ -162,6 +162,26 @@ def agent(
     raise typer.Exit(code)
 
 
+volume_app = typer.Typer(no_args_is_help=True, help="Volume commands that apply the storage "
+                         "design's deletion rules.")
+app.add_typer(volume_app, name="volume")
+
+
+@volume_app.command("delete")
+def volume_delete(
+    name: str = typer.Argument(..., help="Volume name."),
+    kubeconfig: Path = typer.Option(None, help="Kubeconfig (default $KUBECONFIG, else "
+                                    "~/.kube/config)."),
+) -> None:
+    """Delete a Volume unless its PersistentVolume is bound to a claim (then refuse,
+    saying which)."""
+    from racksmith.cli.volume import delete_volume
+
+    code, message = asyncio.run(delete_volume(name, kubeconfig))
+    (console.print if code else print)(message)
+    raise typer.Exit(code)
+
+
 @app.command()
 def crds() -> None:
     """Print every CRD manifest (a YAML stream) for use on a real cluster."""

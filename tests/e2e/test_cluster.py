@@ -26,6 +26,7 @@ import yaml
 
 from racksmith.planners.roles import plan_node_roles
 from tests.e2e.rack import Rack, start_rack, state
+from tests.integration.test_docs import bash_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "cluster"
@@ -162,12 +163,36 @@ def test_reapplying_every_state_item_changes_nothing(
         assert all(i["state"] == "Applied" for i in items)
 
 
+def guide_blocks() -> list[str]:
+    return bash_blocks(ROOT / "docs" / "cluster.md")
+
+
+def run_block(rack: Rack, block: str, timeout: float = 120) -> str:
+    env = {"KUBECONFIG": str(rack.server.kubeconfig), "HOME": str(rack.home),
+           "PATH": "/usr/bin:/bin"}
+    res = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
+                         text=True, env=env, timeout=timeout, cwd=rack.home)
+    assert res.returncode == 0, f"{block}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
+    return res.stdout
+
+
+def test_the_guide_examples_run(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    blocks = [b for b in guide_blocks() if "kubectl delete" not in b]
+    assert len(blocks) >= 2
+    outputs = [run_block(rack, b) for b in blocks]
+    assert "demo-master-1" in outputs[0]
+    template = rack.get("l2template", "demo-two-nics")
+    assert template["metadata"]["annotations"]["ipam.racksmith.io/confirm-generation"] == str(
+        template["metadata"]["generation"])
+
+
 def test_deleting_a_worker_returns_its_host_and_addresses(
         rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
     machine = ready["demo-worker-2"]
     host_name = machine["status"]["hostRef"]["name"]
     before = {s["metadata"]["name"]: s["status"]["allocated"] for s in rack.get("subnets")["items"]}
-    rack.kubectl("delete", "machine", "demo-worker-2", "--wait=false")
+    (delete,) = [b for b in guide_blocks() if "kubectl delete machine demo-worker-2" in b]
+    run_block(rack, delete, timeout=600)
     wait_for(rack, "the Machine gone",
              lambda: rack.kubectl("get", "machine", "demo-worker-2", check=False).returncode != 0,
              timeout=600)
