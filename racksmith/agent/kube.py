@@ -2,8 +2,10 @@
 
 Owns every API call of the agent: its LCMMachine (read; status subresource
 by merge patch), the Node of the host (read, create, ``spec.unschedulable``
-by merge patch, status subresource by merge patch) and the node Lease in
-``kube-node-lease``. Nothing else in the package talks to the API; the
+by merge patch, status subresource by merge patch), the node Lease in
+``kube-node-lease`` and, for the storage tasks, the node's Volumes (watch
+with ``spec.nodeName=<node>``, read, metadata annotations by merge patch)
+and StorageClasses (read). Nothing else in the package talks to the API; the
 client is built in ``main`` and passed in.
 """
 
@@ -22,10 +24,15 @@ from kubernetes_asyncio.client import (
     CoordinationV1Api,
     CoreV1Api,
     CustomObjectsApi,
+    StorageV1Api,
 )
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.kinds.lcm import GROUP, LCMMachine
+from racksmith.kinds.storage import GROUP as STORAGE_GROUP
+from racksmith.kinds.storage import Volume
+from racksmith.runtime.clock import Clock
+from racksmith.runtime.source import KubeSource, Resource
 
 __all__ = ["LEASE_NAMESPACE", "AgentKube", "api_client", "micro_time", "rfc3339"]
 
@@ -33,6 +40,7 @@ VERSION = LCMMachine.info.version
 PLURAL = LCMMachine.info.plural
 MERGE = "application/merge-patch+json"
 LEASE_NAMESPACE = "kube-node-lease"
+VOLUMES = Resource(STORAGE_GROUP, Volume.info.version, Volume.info.plural)
 FIELD_MANAGER = "racksmith-agent"
 # The client picks JSON patch (custom objects) or strategic merge (core) for a
 # dict body; force RFC 7386 merge patch. Passed as ** because the bundled
@@ -78,6 +86,7 @@ class AgentKube:
         self.custom = CustomObjectsApi(api_client)
         self.core = CoreV1Api(api_client)
         self.coordination = CoordinationV1Api(api_client)
+        self.storage = StorageV1Api(api_client)
 
     # --- LCMMachine -------------------------------------------------------------------
 
@@ -176,3 +185,39 @@ class AgentKube:
         except ApiException as exc:
             if exc.status != 409:  # created meanwhile: the next renewal patches it
                 raise
+
+    # --- Volumes and StorageClasses -------------------------------------------------
+
+    def volume_source(self, node: str, clock: Clock) -> KubeSource:
+        """List+watch of the Volumes of ``node`` (field selector ``spec.nodeName``)."""
+        return KubeSource(self.api_client, VOLUMES, field_selector=f"spec.nodeName={node}",
+                          clock=clock)
+
+    async def get_volume(self, name: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
+                VOLUMES.group, VOLUMES.version, VOLUMES.plural, name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return obj
+
+    async def annotate_volume(self, name: str, annotations: dict[str, str]) -> None:
+        """Merge-patch ``annotations`` into the Volume's metadata."""
+        await self.custom.patch_cluster_custom_object(
+            VOLUMES.group, VOLUMES.version, VOLUMES.plural, name,
+            {"metadata": {"annotations": annotations}},
+            field_manager=FIELD_MANAGER, **_MERGE_PATCH,
+        )
+
+    async def get_storage_class(self, name: str) -> dict[str, Any] | None:
+        try:
+            obj = await self.storage.read_storage_class(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        out: dict[str, Any] = self.api_client.sanitize_for_serialization(obj)
+        return out

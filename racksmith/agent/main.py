@@ -2,11 +2,15 @@
 
 Owns wiring the parts for one run: the config (``config``), the host
 (``RealHost`` or, with ``emulated``, ``EmulatedHost`` — nothing outside
-``root`` is touched and no process is started), the API client
-(``kube``), the executors' context, the reconcile loop (``loop``) and, in
-emulated mode, the emulated kubelet (``kubelet``). Modes:
+``root`` is touched and no process is started but the storage tasks'
+mkfs/blkid/wipefs on files under it), the API client
+(``kube``), the executors' context, the reconcile loop (``loop``), in
+emulated mode the emulated kubelet (``kubelet``) and, when running
+continuously, the storage loop (``storage``: the node's Volume jobs).
+Modes:
 
-- default: loop (and kubelet) until SIGTERM/SIGINT or ``stop`` is set;
+- default: loop, storage loop (and kubelet) until SIGTERM/SIGINT or
+  ``stop`` is set;
 - ``once``: one pass, one kubelet tick; exit code 0 if Ready, else 1;
 - ``dry_run``: print each item's planned actions; change nothing, write no
   status; exit code 0 (1 if the LCMMachine does not exist).
@@ -33,6 +37,7 @@ from racksmith.agent.host import EmulatedHost, Host, RealHost, Runner, run_proce
 from racksmith.agent.kube import AgentKube, api_client
 from racksmith.agent.kubelet import EmulatedKubelet
 from racksmith.agent.loop import Outcome, ReconcileLoop
+from racksmith.agent.storage import StorageContext, StorageLoop
 from racksmith.runtime.clock import Clock, SystemClock
 
 __all__ = ["AGENT_VERSION", "run_agent"]
@@ -97,7 +102,10 @@ async def run_agent(
         with _signals(stop, handle_signals):
             log.info("agent started", lcm_machine=f"{config.namespace}/{config.lcm_machine}",
                      node=config.node_name, emulated=emulated, root=str(host.root))
-            tasks = [asyncio.create_task(loop.run(stop), name="racksmith-agent-loop")]
+            storage = StorageLoop(kube, StorageContext.for_host(host, runner), config.node_name,
+                                  clock, kube.volume_source(config.node_name, clock), timing)
+            tasks = [asyncio.create_task(loop.run(stop), name="racksmith-agent-loop"),
+                     asyncio.create_task(storage.run(stop), name="racksmith-agent-storage")]
             if kubelet is not None:
                 tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
             try:

@@ -15,10 +15,11 @@ config-2 drive:
   ``<root>/var/log/cloud-init-emulated.log``; user data that is not
   cloud-config is only saved and recorded;
 - on every boot: ``<root>/etc/racksmith/hardware.json`` is written from the
-  emulated inventory and each ``runcmd`` entry whose argv[0] is
-  ``racksmith`` starts as ``<python> -m racksmith.cli.main <args...> --root
-  <root> --emulated`` (own session; output appended to
-  ``<root>/var/log/racksmith-agent.log``; pids, one a line, in
+  emulated inventory, each disk but the boot disk is linked as
+  ``<root>/dev/<disk name>`` (a symlink to its disk file), and each
+  ``runcmd`` entry whose argv[0] is ``racksmith`` starts as ``<python> -m
+  racksmith.cli.main <args...> --root <root> --emulated`` (own session;
+  output appended to ``<root>/var/log/racksmith-agent.log``; pids, one a line, in
   ``<root>/run/racksmith-agent.pid``). The path after ``--config`` is
   resolved inside the root. They run concurrently, not one after the other.
 
@@ -373,6 +374,7 @@ class OSBoot:
                 state.processes = adopted
                 return BootReport(BootOutcome.ADOPTED, tuple(p.pid for p in adopted))
         root.mkdir(parents=True, exist_ok=True)
+        self._link_disks(host, disk, root)
         cloud_log = _Journal(root / CLOUD_INIT_LOG)
         cloud_log.add(f"boot from {disk.name}" + (" (first boot)" if fresh else ""))
         drive = self._read_drive(host, disk, cloud_log)
@@ -412,6 +414,23 @@ class OSBoot:
             digest.update(str(drive.stat().st_mtime_ns).encode())
             digest.update(drive.read_bytes())
         return disk, digest.hexdigest()
+
+    def _link_disks(self, host: EmulatedHost, boot_disk: DiskInfo, root: Path) -> None:
+        """``<root>/dev/<disk>`` → the disk file, for every disk but the one
+        booted from (the OS's devices, e.g. for a rawBlockDevice Volume)."""
+        self.disks.ensure(host)
+        for disk in host.inventory.disks:
+            if disk.name == boot_disk.name:
+                continue
+            link = root / "dev" / disk.short_name
+            target = self.disks.disk_path(host, disk).resolve()
+            if link.is_symlink() and Path(os.readlink(link)) == target:
+                continue
+            link.parent.mkdir(parents=True, exist_ok=True)
+            tmp = link.with_name(f".{link.name}.tmp")
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(target)
+            os.replace(tmp, link)
 
     def _has_image(self, host: EmulatedHost, disk: DiskInfo) -> bool:
         # Cleaning zeroes the first MiB; a fresh disk is all zeros.
