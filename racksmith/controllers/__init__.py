@@ -18,6 +18,7 @@ from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.ipam import subnet_controller
 from racksmith.controllers.ipamhost import ipamhost_controller, l2template_controller
 from racksmith.controllers.machine import machine_controller
+from racksmith.controllers.volume import claim_binder_controller, volume_controller
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.controller import Controller
@@ -49,8 +50,8 @@ def all_controllers(
     """Every controller of this release: the BareMetalHost controller when a
     ``provisioner`` (the backend that drives servers) is given, the IPAM
     (Subnet) controller when ``ipam`` is true — it needs no provisioner — and
-    the cluster layer (Machine, Cluster, IpamHost, L2Template) when
-    ``cluster`` is given. ``registry`` receives the controllers' own metrics
+    the cluster layer (Machine, Cluster, IpamHost, L2Template, Volume and the
+    pre-bound claim binder) when ``cluster`` is given. ``registry`` receives the controllers' own metrics
     (pass the manager's)."""
     controllers: list[Controller] = []
     if provisioner is not None:
@@ -66,5 +67,7 @@ def all_controllers(
             machine_controller(api_client, default_image=cluster.default_image,
                                agent_secret=cluster.agent_secret, workers=min(workers, 4)),
             cluster_controller(api_client, workers=1),
+            volume_controller(api_client, workers=min(workers, 2)),
+            claim_binder_controller(api_client, workers=1),
         ])
     return controllers

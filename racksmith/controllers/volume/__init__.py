@@ -1,0 +1,37 @@
+"""The Volume controller and the pre-bound claim binder (local persistent volumes).
+
+Modules: ``plan`` (the pure planner: observed objects → the next step),
+``observed`` (what a reconcile sees), ``jobs`` (the task protocol's job
+names and results), ``pv`` (the PersistentVolume of a Volume), ``status``
+(a step applied to the status), ``commit`` (performs a step), ``kube`` (the
+only API access), ``index`` (StorageClass/Node event → Volumes),
+``controller`` (reconciler and runtime wiring), ``binder`` (the pre-bound
+claim binder), ``names``. The contracts are in
+``docs/design/volume-contracts.md``.
+"""
+
+from racksmith.controllers.volume.binder import ClaimBinder, bind_step, claim_binder_controller
+from racksmith.controllers.volume.controller import (
+    CONTROLLER_NAME,
+    VolumeReconciler,
+    volume_controller,
+)
+from racksmith.controllers.volume.jobs import Job, JobOp, JobResult
+from racksmith.controllers.volume.names import FINALIZER, JOB_RESULT_ANNOTATION
+from racksmith.controllers.volume.plan import Step, decide
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "FINALIZER",
+    "JOB_RESULT_ANNOTATION",
+    "ClaimBinder",
+    "Job",
+    "JobOp",
+    "JobResult",
+    "Step",
+    "VolumeReconciler",
+    "bind_step",
+    "claim_binder_controller",
+    "decide",
+    "volume_controller",
+]

@@ -1,0 +1,127 @@
+"""The one place a Volume step is carried out.
+
+Owns, in order: performing the step's action (each write optimistic, with
+the resourceVersion read at the start of the reconcile, so a concurrent
+change — the agent's result annotation, another controller — makes it fail
+with ``Conflict`` rather than overwrite), the Volume status through the
+status subresource (only when it changed; a started job is recorded there
+before the agent can see it), the Events, the log line, and the runtime
+result: after a write, decide again at once; while a job runs, poll; after
+a wait, what the planner asked for.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from racksmith.controllers.machine.conditions import EventSpec
+from racksmith.controllers.volume.jobs import Job, JobOp, new_job
+from racksmith.controllers.volume.kube import Kube
+from racksmith.controllers.volume.names import FINALIZER, JOB_POLL
+from racksmith.controllers.volume.plan import (
+    AddFinalizer,
+    CreatePV,
+    DeletePV,
+    RemoveFinalizer,
+    RemovePVFinalizer,
+    StartJob,
+    Step,
+    Wait,
+)
+from racksmith.controllers.volume.status import apply_step, same_status, status_events
+from racksmith.kinds.storage import Volume
+from racksmith.runtime.clock import Clock
+from racksmith.runtime.result import Done, RequeueAfter, Result
+
+
+@dataclass
+class Raw:
+    """The objects of a reconcile as read (dicts with their resourceVersion)."""
+
+    volume: dict[str, Any]
+    pv: dict[str, Any] | None = None
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _without(finalizers: Any, name: str) -> list[str]:
+    return [str(f) for f in finalizers or [] if f != name]
+
+
+class Committer:
+    """Performs steps (see the module docstring)."""
+
+    def __init__(self, kube: Kube, clock: Clock,
+                 job_factory: Callable[[JobOp], Job] = new_job) -> None:
+        self.kube = kube
+        self.clock = clock
+        self.job_factory = job_factory
+
+    def now(self) -> datetime:
+        return self.clock.wall().replace(microsecond=0)
+
+    async def commit(self, volume: Volume, raw: Raw, step: Step, log: Any) -> Result:
+        """Carry out ``step`` for ``volume``; raises ``Conflict`` on a lost race."""
+        action = step.action
+        name = volume.metadata.name or ""
+        events = list(step.events)
+        job: Job | None = None
+        match action:
+            case Wait():
+                pass
+            case AddFinalizer():
+                body = copy.deepcopy(raw.volume)
+                body["metadata"]["finalizers"] = [
+                    *_without(body["metadata"].get("finalizers"), FINALIZER), FINALIZER]
+                await self.kube.replace_volume(body)
+            case RemoveFinalizer():
+                body = copy.deepcopy(raw.volume)
+                body["metadata"]["finalizers"] = _without(
+                    body["metadata"].get("finalizers"), FINALIZER)
+                await self.kube.replace_volume(body)
+                log.info("volume released", node=volume.spec.node_name)
+                return Done()
+            case StartJob(op=op):
+                job = self.job_factory(op)
+                events.append(EventSpec("Normal", "JobStarted",
+                                        f"{op.value} job {job} on node {volume.spec.node_name}"))
+            case CreatePV(manifest=manifest):
+                await self.kube.create_pv(copy.deepcopy(dict(manifest)))
+            case DeletePV():
+                await self.kube.delete_pv(name)
+            case RemovePVFinalizer():
+                if raw.pv is not None:
+                    body = copy.deepcopy(raw.pv)
+                    body["metadata"]["finalizers"] = _without(
+                        body["metadata"].get("finalizers"), FINALIZER)
+                    await self.kube.replace_pv(body)
+        if not isinstance(action, Wait):
+            log.info("volume step", action=type(action).__name__,
+                     job=str(job) if job is not None else None)
+        if step.ready is not None or job is not None:
+            old = volume.status
+            new = apply_step(old, step, job=str(job) if job is not None else None,
+                             now=self.now(), generation=volume.metadata.generation)
+            if not same_status(old, new):
+                body = copy.deepcopy(raw.volume)
+                body["status"] = _dump(new)
+                if await self.kube.replace_volume(body, status=True) is None:
+                    return Done()
+                events = status_events(old, step) + events
+                old_phase = old.phase.value if old and old.phase else ""
+                if new.phase is not None and old_phase != new.phase.value:
+                    log.info("volume phase", old=old_phase, new=new.phase.value)
+        for event in events:
+            await self.kube.create_event(raw.volume, event.type, event.reason, event.message,
+                                         self.now())
+        if isinstance(action, Wait):
+            return Done() if action.seconds is None else RequeueAfter(action.seconds)
+        if isinstance(action, StartJob):
+            return RequeueAfter(JOB_POLL)
+        return RequeueAfter(0.0)

@@ -1,0 +1,43 @@
+"""Names the Volume controller and the claim binder share with the rest of Racksmith.
+
+Owns the resources they read and write, the finalizer, the annotations of
+the task protocol (``docs/design/volume-contracts.md``), the PV label, the
+Ready reasons' spelling and the timings of the job poll. No I/O.
+"""
+
+from __future__ import annotations
+
+from racksmith.kinds import storage
+from racksmith.runtime.source import Resource
+
+VOLUMES = Resource(storage.GROUP, storage.Volume.info.version, "volumes")
+PVS = Resource("", "v1", "persistentvolumes")
+PVCS = Resource("", "v1", "persistentvolumeclaims")
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
+NODES = Resource("", "v1", "nodes")
+
+VOLUME_API_VERSION = storage.Volume.info.api_version
+VOLUME_KIND = storage.Volume.info.kind
+FIELD_MANAGER = "racksmith-volume"
+COMPONENT = "racksmith-volume"
+BINDER_FIELD_MANAGER = "racksmith-claim-binder"
+EVENT_NAMESPACE = "default"
+"""Namespace of the Events about (cluster-scoped) Volumes, as kube does."""
+
+FINALIZER = f"{storage.GROUP}/volume-protection"
+"""On the Volume and on its PersistentVolume: the device is not released yet."""
+JOB_RESULT_ANNOTATION = f"{storage.GROUP}/job-result"
+"""Written by the node's agent: JSON result of the job named in ``status.job``."""
+FORCE_ANNOTATION = f"{storage.GROUP}/force"
+VOLUME_LABEL = f"{storage.GROUP}/volume"
+"""On the PersistentVolume: name of its Volume."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+READY = storage.READY_CONDITION
+
+JOB_POLL = 2.0
+"""Seconds between looks at a Volume whose job runs (its events come sooner)."""
+RESYNC = 300.0
+"""Seconds between re-checks of a Volume at rest."""
+DEFAULT_FS_TYPE = "ext4"
+"""File system of a Filesystem-mode PV whose StorageClass has no ``parameters.fsType``."""

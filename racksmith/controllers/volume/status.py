@@ -1,0 +1,86 @@
+"""Applying a planner step to a Volume's status: the committer's pure core.
+
+Owns how a ``Step`` changes ``VolumeStatus`` — the Ready condition
+(transition time moves only with its status), the phase derived from it
+(True → Available; False → Failed; Unknown+Pending → Pending; otherwise
+Terminating), ``job``, ``deviceName`` and ``size`` — and which Events a
+change is worth: a phase change (Normal) and Ready turning False or
+changing while False (Warning, with the condition's reason and message).
+Pure: the caller passes the time and the new job.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from racksmith.controllers.machine.conditions import (
+    ConditionSpec,
+    EventSpec,
+    changed,
+    find,
+    set_condition,
+)
+from racksmith.controllers.volume.names import READY
+from racksmith.controllers.volume.plan import Step
+from racksmith.kinds.common import ConditionStatus
+from racksmith.kinds.storage import VolumePhase, VolumeReason, VolumeStatus
+
+
+def phase_of(ready: ConditionSpec) -> VolumePhase:
+    """The user-facing phase for a Ready condition."""
+    if ready.status is ConditionStatus.TRUE:
+        return VolumePhase.AVAILABLE
+    if ready.status is ConditionStatus.FALSE:
+        return VolumePhase.FAILED
+    if ready.reason == VolumeReason.PENDING.value:
+        return VolumePhase.PENDING
+    return VolumePhase.TERMINATING
+
+
+def apply_step(old: VolumeStatus | None, step: Step, *, job: str | None, now: datetime,
+               generation: int | None) -> VolumeStatus:
+    """The status after ``step``; ``job``: the job just started, if any."""
+    new = (old or VolumeStatus()).model_copy(deep=True)
+    if step.ready is not None:
+        new.conditions = set_condition(new.conditions, step.ready, now, generation)
+        new.phase = phase_of(step.ready)
+    if job is not None:
+        new.job = job
+    elif step.clear_job:
+        new.job = None
+    if step.device_name is not None:
+        new.device_name = step.device_name
+    if step.size is not None:
+        new.size = step.size
+    return new
+
+
+def status_events(old: VolumeStatus | None, step: Step) -> list[EventSpec]:
+    """The Events the change from ``old`` is worth (see the module docstring)."""
+    if step.ready is None:
+        return []
+    events: list[EventSpec] = []
+    old_phase = old.phase if old else None
+    phase = phase_of(step.ready)
+    if phase != old_phase:
+        was = old_phase.value if old_phase else "new"
+        events.append(EventSpec("Normal", phase.value, f"phase {was} → {phase.value}"))
+    before = find(old.conditions if old else [], READY)
+    if step.ready.status is ConditionStatus.FALSE and changed(before, step.ready):
+        events.append(EventSpec("Warning", step.ready.reason, step.ready.message))
+    return events
+
+
+def same_status(a: VolumeStatus | None, b: VolumeStatus) -> bool:
+    """``a`` and ``b`` say the same (transition times aside)."""
+    if a is None:
+        return False
+
+    def plain(s: VolumeStatus) -> dict[str, Any]:
+        out = s.model_dump(mode="json")
+        for cond in out.get("conditions") or []:
+            cond.pop("last_transition_time", None)
+        return out
+
+    return plain(a) == plain(b)
