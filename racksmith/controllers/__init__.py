@@ -51,8 +51,8 @@ def all_controllers(
     ``provisioner`` (the backend that drives servers) is given, the IPAM
     (Subnet) controller when ``ipam`` is true — it needs no provisioner — and
     the cluster layer (Machine, Cluster, IpamHost, L2Template, Volume and the
-    pre-bound claim binder) when ``cluster`` is given. ``registry`` receives the controllers' own metrics
-    (pass the manager's)."""
+    pre-bound claim binder) when ``cluster`` is given. ``registry`` receives
+    the controllers' own metrics (pass the manager's)."""
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
