@@ -51,6 +51,7 @@ bench: install
 	$(BIN)/python bench/provisioning.py
 	$(BIN)/python bench/ipam.py
 	$(BIN)/python bench/cluster.py
+	$(BIN)/python bench/volumes.py
 
 clean:
 	rm -rf $(VENV) $(IRONIC_VENV) .mypy_cache .ruff_cache

@@ -1,0 +1,649 @@
+"""Benchmark of local volumes: sparse Volumes from apply to Available, against a plain script.
+
+Owns the volumes part of ``make bench``. Measures, in one run, N sparse
+volumes (``sparseLoopDevice``, 1Gi each, ext4 with ``mkfsOptions: ["-m",
+"0"]``) spread evenly over M emulated nodes (volume i on node i mod M):
+
+* **direct script** (the reference): the same host work with nothing
+  around it. M worker threads in this process, one per node, each doing its
+  node's volumes one after the other (as one agent does): truncate a sparse
+  file to the size, ``mkfs.ext4 -q -F -m 0`` on it (the agent's exact
+  command), ``blkid -p -o export`` for the UUID. Per-volume latency is
+  measured from the start of the run (every volume "applied" at once);
+* **Racksmith**: an in-process API server (``racksmith.apiserver`` with
+  Racksmith's CRDs, as ``racksmith up`` starts it), the Volume controller
+  (2 workers) and the pre-bound claim binder (1 worker) under a ``Manager``
+  through a kubeconfig client (as ``racksmith up`` wires them), and M real
+  ``racksmith agent --emulated --root <dir>`` processes, one per node, each
+  with its Node (created here) and an LCMMachine without state items (its
+  LCM loop idles). A StorageClass ``bench-local`` is created, then the N
+  Volumes (16 concurrent creates); a watch on Volumes records, per volume,
+  when ``status.job`` appeared (job started), when the agent's result
+  annotation appeared (host work done) and when ``status.phase`` became
+  ``Available``. The agent also fsyncs the file, renames it into place and
+  records an emulated loop device; that is part of Racksmith's cost here.
+
+Reported: wall time of both sides and the ratio Racksmith ÷ direct (shown,
+not enforced: this is a benchmark, not a test), per-volume latency
+p50/p90/max (Racksmith also split into apply → job started → host work done
+→ Available), and CPU seconds: this process (the direct script with its
+mkfs/blkid children; or API server + controllers + the bench's own client),
+the agents (with their mkfs/blkid children) and everything else on the
+machine. Afterwards it checks the Racksmith side: every Volume Available
+with a deviceName, one PersistentVolume per Volume, one ext4 image file per
+Volume under its node's root. Exit status 1 if a check failed or a side
+failed or timed out.
+
+Only 127.0.0.1 is contacted. Every agent is stopped by PID (SIGTERM, then
+SIGKILL) and dies with us (PR_SET_PDEATHSIG); the API server is stopped and
+the temporary directory removed.
+
+    .venv/bin/python bench/volumes.py [--quick] [--volumes N] [--nodes M] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import ctypes
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, StorageV1Api
+from provisioning import machine_busy_seconds, quantile
+
+from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.app.logs import configure_logging
+from racksmith.controllers.volume import (
+    JOB_RESULT_ANNOTATION,
+    claim_binder_controller,
+    volume_controller,
+)
+from racksmith.kinds.crdgen import all_crds
+from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from racksmith.runtime.manager import Manager
+
+Obj = dict[str, Any]
+ROOT = Path(__file__).resolve().parents[1]
+GROUP, VERSION = "storage.racksmith.io", "v1alpha1"
+VOLUMES_PATH = f"/apis/{GROUP}/{VERSION}/volumes"
+LCM_GROUP, LCM_VERSION, NS = "lcm.racksmith.io", "v1alpha1", "default"
+STORAGE_CLASS = "bench-local"
+FS_TYPE, MKFS_OPTIONS = "ext4", ["-m", "0"]
+SIZE, SIZE_BYTES = "1Gi", 2**30
+CREATE_CONCURRENCY = 16
+AGENT_START_TIMEOUT = 120.0
+AGENT_STOP_TIMEOUT = 15.0
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def node_names(nodes: int) -> list[str]:
+    return [f"node-{k:02d}" for k in range(nodes)]
+
+
+def volume_names(volumes: int) -> list[str]:
+    return [f"vol-{i:04d}" for i in range(volumes)]
+
+
+def node_of(i: int, nodes: int) -> int:
+    return i % nodes
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's reaped children (mkfs, blkid)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def self_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def pid_cpu(pid: int) -> float:
+    """utime + stime + cutime + cstime of ``pid`` (its reaped children included); 0 if gone."""
+    try:
+        rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(x) for x in rest[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def latency(values: list[float]) -> Obj:
+    return {"p50_s": round(quantile(values, 0.5), 3), "p90_s": round(quantile(values, 0.9), 3),
+            "max_s": round(max(values, default=0.0), 3), "n": len(values)}
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM it when the benchmark process dies, even by SIGKILL."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class CpuMeter:
+    """Wall time and CPU seconds of one side: this process, its reaped children,
+    the agent processes and the rest of the machine."""
+
+    agent_pids: list[int] = field(default_factory=list)
+
+    def __enter__(self) -> CpuMeter:
+        self.t0 = time.perf_counter()
+        self.s0, self.c0 = self_cpu(), children_cpu()
+        self.a0 = sum(pid_cpu(p) for p in self.agent_pids)
+        self.m0 = machine_busy_seconds()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.t0
+        self.self_s = self_cpu() - self.s0
+        self.children_s = children_cpu() - self.c0
+        self.agents_s = sum(pid_cpu(p) for p in self.agent_pids) - self.a0
+        self.other_s = max(0.0, machine_busy_seconds() - self.m0 - self.self_s
+                           - self.children_s - self.agents_s)
+
+    def as_dict(self) -> Obj:
+        return {"seconds": round(self.seconds, 3), "cpu_self_s": round(self.self_s, 2),
+                "cpu_children_s": round(self.children_s, 2),
+                "cpu_agents_s": round(self.agents_s, 2), "cpu_other_s": round(self.other_s, 2)}
+
+
+# --------------------------------------------------------------------------- direct script
+
+
+def direct_volume(path: Path) -> str:
+    """The host work of one sparse volume, plainly; returns the UUID."""
+    with path.open("wb") as fh:
+        fh.truncate(SIZE_BYTES)
+    subprocess.run([f"mkfs.{FS_TYPE}", "-q", "-F", *MKFS_OPTIONS, str(path)], check=True,
+                   capture_output=True)
+    out = subprocess.run(["blkid", "-p", "-o", "export", str(path)], check=True,
+                         capture_output=True, text=True).stdout
+    found = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return found["UUID"]
+
+
+def run_direct(volumes: int, nodes: int, workdir: Path, out: Obj) -> None:
+    """One worker thread per node, each doing its node's volumes in order."""
+    names = volume_names(volumes)
+    dirs = [workdir / name for name in node_names(nodes)]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+    done: dict[str, float] = {}
+    uuids: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def worker(k: int, t0: float) -> None:
+        for i, name in enumerate(names):
+            if node_of(i, nodes) != k:
+                continue
+            uuid = direct_volume(dirs[k] / f"{name}.img")
+            with lock:
+                done[name] = time.perf_counter() - t0
+                uuids[name] = uuid
+
+    with CpuMeter() as meter, ThreadPoolExecutor(max_workers=nodes) as pool:
+        t0 = time.perf_counter()
+        for f in [pool.submit(worker, k, t0) for k in range(nodes)]:
+            f.result()
+    out.update(meter.as_dict())
+    out["latency"] = latency(list(done.values()))
+    out["done"] = len(done)
+    out["distinct_uuids"] = len(set(uuids.values()))
+
+
+# --------------------------------------------------------------------------- Racksmith
+
+
+@dataclass
+class Agent:
+    node: str
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    root: Path
+
+    terminated: bool = False
+
+    def terminate(self) -> None:
+        """SIGTERM, once (a second one could hit the default handler while it stops)."""
+        if not self.terminated and self.proc.poll() is None:
+            self.terminated = True
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after AGENT_STOP_TIMEOUT; the exit code."""
+        self.terminate()
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(AGENT_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(10)
+        return self.proc.returncode
+
+    def log_problems(self) -> list[str]:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return [line.strip()[:300] for line in text.splitlines()
+                if "Traceback" in line or "[error" in line or "[critical" in line][:5]
+
+
+def start_agent(server: ApiServer, node: str, base: Path) -> Agent:
+    """``racksmith agent --emulated --root <base>/root`` for ``node``, as a process."""
+    assert server.ca_pem is not None
+    root = base / "root"
+    root.mkdir(parents=True, exist_ok=True)
+    config = base / "agent.yaml"
+    config.write_text(yaml.safe_dump({
+        "server": server.url,
+        "certificateAuthorityData": base64.b64encode(server.ca_pem).decode(),
+        "token": server.agent_token, "namespace": NS, "lcmMachine": node, "nodeName": node}))
+    log_path = base / "agent.log"
+    args = [sys.executable, "-m", "racksmith.cli.main", "agent", "--config", str(config),
+            "--root", str(root), "--emulated"]
+    with log_path.open("wb") as fh:
+        proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                                preexec_fn=_die_with_parent)
+    return Agent(node, proc, log_path, root)
+
+
+class VolumeWatch:
+    """When each Volume first reached each milestone (list, then watch from its
+    resourceVersion, resumed when a watch ends)."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+        self.reached: dict[str, dict[str, float]] = {"job": {}, "result": {}, "available": {},
+                                                     "failed": {}}
+        self.messages: dict[str, str] = {}
+        self.changed = asyncio.Event()
+        self.listed = asyncio.Event()
+
+    def _see(self, obj: Obj) -> None:
+        now = time.perf_counter()
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        status = obj.get("status") or {}
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if status.get("job"):
+            self.reached["job"].setdefault(name, now)
+        if annotations.get(JOB_RESULT_ANNOTATION):
+            self.reached["job"].setdefault(name, now)
+            self.reached["result"].setdefault(name, now)
+        phase = status.get("phase")
+        if phase == "Available":
+            self.reached["available"].setdefault(name, now)
+        elif phase == "Failed":
+            self.reached["failed"].setdefault(name, now)
+            ready = next((c for c in status.get("conditions") or []
+                          if c.get("type") == "Ready"), {})
+            self.messages[name] = f"{ready.get('reason')}: {ready.get('message')}"
+        self.changed.set()
+
+    async def _get(self, query: list[tuple[str, str]], timeout: float) -> aiohttp.ClientResponse:
+        resp: aiohttp.ClientResponse = await self.client.call_api(
+            VOLUMES_PATH, "GET", query_params=query, header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"], _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(connect=10, sock_read=timeout))
+        if resp.status != 200:
+            text = (await resp.read()).decode(errors="replace")
+            resp.release()
+            raise RuntimeError(f"GET {VOLUMES_PATH}: {resp.status} {text[:300]}")
+        return resp
+
+    async def run(self) -> None:
+        rv = ""
+        while True:
+            if not rv:
+                resp = await self._get([], 60)
+                body = orjson.loads(await resp.read())
+                resp.release()
+                for obj in body.get("items") or []:
+                    self._see(obj)
+                rv = str((body.get("metadata") or {}).get("resourceVersion") or "")
+                self.listed.set()
+            resp = await self._get([("watch", "true"), ("allowWatchBookmarks", "true"),
+                                    ("timeoutSeconds", "300"), ("resourceVersion", rv)], 330)
+            try:
+                async for line in _lines(resp.content):
+                    event = orjson.loads(line)
+                    obj = event.get("object") or {}
+                    if event.get("type") == "ERROR":
+                        rv = ""  # 410 Gone or another error: list again
+                        break
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        self._see(obj)
+            finally:
+                resp.close()
+
+    async def wait(self, names: list[str], timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while True:
+            available, failed = self.reached["available"], self.reached["failed"]
+            if failed:
+                name = sorted(failed)[0]
+                raise RuntimeError(f"{len(failed)} Volume(s) Failed, e.g. {name}: "
+                                   f"{self.messages.get(name)}")
+            if all(n in available for n in names):
+                return
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"{len(names) - len(available)} of {len(names)} Volumes "
+                                   f"not Available after {timeout:.0f} s")
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(left, 1.0))
+
+
+async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    buf = bytearray()
+    while chunk := await content.readany():
+        buf.extend(chunk)
+        while (i := buf.find(b"\n")) >= 0:
+            line = bytes(buf[:i]).strip()
+            del buf[: i + 1]
+            if line:
+                yield line
+
+
+async def setup_objects(client: ApiClient, nodes: list[str]) -> None:
+    core, storage, custom = CoreV1Api(client), StorageV1Api(client), CustomObjectsApi(client)
+    body: Any = {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": STORAGE_CLASS}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "parameters": {"fsType": FS_TYPE, "mkfsOptions": json.dumps(MKFS_OPTIONS)}}
+    await storage.create_storage_class(body)
+    for node in nodes:
+        node_body: Any = {"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
+        await core.create_node(node_body)
+        await custom.create_namespaced_custom_object(LCM_GROUP, LCM_VERSION, NS, "lcmmachines", {
+            "apiVersion": f"{LCM_GROUP}/{LCM_VERSION}", "kind": "LCMMachine",
+            "metadata": {"name": node, "namespace": NS},
+            "spec": {"machineRef": {"name": node}, "clusterName": "bench",
+                     "release": "bench-1.0.0", "stateItems": []}})
+
+
+async def wait_agents_ready(client: ApiClient, agents: list[Agent], timeout: float) -> None:
+    """Until every agent has reported its (empty) LCMMachine Ready: it runs and reaches the API."""
+    custom = CustomObjectsApi(client)
+    deadline = time.perf_counter() + timeout
+    waiting = {a.node for a in agents}
+    while waiting:
+        for a in agents:
+            if a.proc.poll() is not None:
+                tail = a.log_path.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"agent {a.node} exited with {a.proc.returncode}:\n{tail}")
+        for node in sorted(waiting):
+            obj = await custom.get_namespaced_custom_object(LCM_GROUP, LCM_VERSION, NS,
+                                                            "lcmmachines", node)
+            if (obj.get("status") or {}).get("phase") == "Ready":
+                waiting.discard(node)
+        if waiting and time.perf_counter() > deadline:
+            raise TimeoutError(f"agents of {sorted(waiting)} not Ready after {timeout:.0f} s")
+        await asyncio.sleep(0.5)
+
+
+async def apply_volumes(client: ApiClient, volumes: int, nodes: list[str]) -> dict[str, float]:
+    """Create the Volumes (CREATE_CONCURRENCY at a time); when each create was sent."""
+    custom = CustomObjectsApi(client)
+    sem = asyncio.Semaphore(CREATE_CONCURRENCY)
+    applied: dict[str, float] = {}
+
+    async def create(i: int, name: str) -> None:
+        async with sem:
+            applied[name] = time.perf_counter()
+            await custom.create_cluster_custom_object(GROUP, VERSION, "volumes", {
+                "apiVersion": f"{GROUP}/{VERSION}", "kind": "Volume",
+                "metadata": {"name": name},
+                "spec": {"nodeName": nodes[node_of(i, len(nodes))],
+                         "storageClassName": STORAGE_CLASS, "mode": "Filesystem",
+                         "sparseLoopDevice": {"size": SIZE}}})
+
+    await asyncio.gather(*(create(i, n) for i, n in enumerate(volume_names(volumes))))
+    return applied
+
+
+async def check_racksmith(client: ApiClient, volumes: int, agents: list[Agent]) -> list[str]:
+    """The Racksmith side's result: Volumes, PVs, image files."""
+    problems: list[str] = []
+    custom, core = CustomObjectsApi(client), CoreV1Api(client)
+    vols = (await custom.list_cluster_custom_object(GROUP, VERSION, "volumes"))["items"]
+    bad = [v["metadata"]["name"] for v in vols
+           if (v.get("status") or {}).get("phase") != "Available"
+           or not (v.get("status") or {}).get("deviceName")]
+    if len(vols) != volumes or bad:
+        problems.append(f"{len(vols)} Volumes, {len(bad)} not Available with a deviceName "
+                        f"(e.g. {bad[:3]})")
+    pvs = [p for p in (await core.list_persistent_volume()).items
+           if (p.metadata.labels or {}).get("storage.racksmith.io/volume")]
+    if len(pvs) != volumes:
+        problems.append(f"{len(pvs)} PersistentVolumes, expected {volumes}")
+    files = [f for a in agents
+             for f in (a.root / "var/lib/racksmith/volumes").glob("*.img")]
+    if len(files) != volumes:
+        problems.append(f"{len(files)} volume image files, expected {volumes}")
+    elif files:
+        sample = files[0]
+        out = subprocess.run(["blkid", "-p", "-o", "export", str(sample)], capture_output=True,
+                             text=True, check=False).stdout
+        if f"TYPE={FS_TYPE}" not in out or sample.stat().st_size != SIZE_BYTES:
+            problems.append(f"{sample} is not a {SIZE} {FS_TYPE} image: {out.strip()!r}")
+    return problems
+
+
+async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
+                        out: Obj) -> None:
+    names, node_list = volume_names(volumes), node_names(nodes)
+    server = ApiServer(ApiServerConfig(data_dir=workdir / "server", port=0))
+    agents: list[Agent] = []
+    manager: Manager | None = None
+    manager_task: asyncio.Task[None] | None = None
+    clients: list[ApiClient] = []
+    watch_task: asyncio.Task[None] | None = None
+    try:
+        print("  [racksmith] starting the API server and the controllers ...", flush=True)
+        await server.start(bootstrap=all_crds())
+        ctrl_client = await api_client_from_kubeconfig(server.kubeconfig_path)
+        clients.append(ctrl_client)
+        client = await api_client_from_kubeconfig(server.kubeconfig_path)
+        clients.append(client)
+        manager = Manager(ctrl_client, [volume_controller(ctrl_client, workers=2),
+                                        claim_binder_controller(ctrl_client, workers=1)])
+        manager_task = asyncio.create_task(manager.run(), name="manager")
+        for _ in range(600):
+            if manager.ready or manager_task.done():
+                break
+            await asyncio.sleep(0.05)
+        if manager_task.done():
+            manager_task.result()
+        if not manager.ready:
+            raise RuntimeError("controllers not ready after 30 s")
+        await setup_objects(client, node_list)
+        print(f"  [racksmith] starting {nodes} agents (emulated) ...", flush=True)
+        agents = [start_agent(server, node, workdir / node) for node in node_list]
+        await wait_agents_ready(client, agents, AGENT_START_TIMEOUT)
+        out["agent_pids"] = [a.proc.pid for a in agents]
+        watch = VolumeWatch(client)
+        watch_task = asyncio.create_task(watch.run(), name="volume-watch")
+        await asyncio.wait_for(watch.listed.wait(), 30)  # events from here on are replayed
+        print(f"  [racksmith] applying {volumes} Volumes ...", flush=True)
+        with CpuMeter([a.proc.pid for a in agents]) as meter:
+            t0 = time.perf_counter()
+            applied = await apply_volumes(client, volumes, node_list)
+            await watch.wait(names, timeout)
+        out.update(meter.as_dict())
+        out["apply_s"] = round(max(applied.values()) - t0, 3)
+        r = watch.reached
+        out["latency"] = latency([r["available"][n] - applied[n] for n in names])
+        out["to_job"] = latency([r["job"][n] - applied[n] for n in names if n in r["job"]])
+        out["job_to_result"] = latency([r["result"][n] - r["job"][n] for n in names
+                                        if n in r["result"] and n in r["job"]])
+        out["result_to_available"] = latency([r["available"][n] - r["result"][n] for n in names
+                                              if n in r["result"]])
+        out["problems"] = await check_racksmith(client, volumes, agents)
+        print(f"  [racksmith] done in {meter.seconds:.1f} s", flush=True)
+    except Exception as exc:  # reported in the table, and the exit status
+        out["error"] = f"{type(exc).__name__}: {exc}"
+        print(f"  [racksmith] FAILED: {out['error']}", flush=True)
+    finally:
+        if watch_task is not None:
+            watch_task.cancel()
+            await asyncio.gather(watch_task, return_exceptions=True)
+        for a in agents:  # all at once, then wait for each
+            a.terminate()
+        out["agent_exit_codes"] = [a.stop() for a in agents]
+        out["agent_log_problems"] = [f"{a.node}: {p}" for a in agents for p in a.log_problems()]
+        if manager is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(manager.stop(), 30)
+        if manager_task is not None:
+            manager_task.cancel()
+            await asyncio.gather(manager_task, return_exceptions=True)
+        for c in clients:
+            await c.close()
+        with contextlib.suppress(Exception):
+            await server.stop()
+
+
+# --------------------------------------------------------------------------- report
+
+
+def rows(res: Obj) -> list[tuple[str, str, str]]:
+    d, r = res["direct"], res["racksmith"]
+    ok_d, ok_r = "error" not in d, "error" not in r
+
+    def lat(x: Obj) -> str:
+        return f"{x['p50_s']:.2f} / {x['p90_s']:.2f} / {x['max_s']:.2f} s"
+
+    def cpu(x: Obj) -> str:
+        return (f"{x['cpu_self_s']:.1f} / {x['cpu_children_s']:.1f} / {x['cpu_agents_s']:.1f} "
+                f"/ {x['cpu_other_s']:.1f}")
+
+    out = [("apply → every volume Available (wall)",
+            f"{r['seconds']:.2f} s" if ok_r else "error",
+            f"{d['seconds']:.2f} s" if ok_d else "error")]
+    if ok_r and ok_d:
+        out.append(("ratio Racksmith ÷ direct", f"{r['seconds'] / d['seconds']:.2f}", ""))
+    out.append(("per volume p50 / p90 / max", lat(r["latency"]) if ok_r else "",
+                lat(d["latency"]) if ok_d else ""))
+    if ok_r:
+        out += [("  apply → status.job (controller starts the job)", lat(r["to_job"]), ""),
+                ("  status.job → result annotation (agent)", lat(r["job_to_result"]), ""),
+                ("  result → Available (controller: PV, status)",
+                 lat(r["result_to_available"]), "")]
+    out.append(("CPU s: bench process / its children / agents / other",
+                cpu(r) if ok_r else "", cpu(d) if ok_d else ""))
+    return out
+
+
+def print_table(res: Obj) -> None:
+    p, m = res["params"], res["machine"]
+    print(f"\n{p['volumes']} sparse volumes ({SIZE}, {FS_TYPE} {' '.join(MKFS_OPTIONS)}) on "
+          f"{p['nodes']} emulated nodes — {m['nproc']} cores, Python {m['python']}; "
+          f"load average before/after {m['loadavg_start'][0]:.2f} / {m['loadavg_end'][0]:.2f}")
+    table = rows(res)
+    w0 = max(len(t[0]) for t in table)
+    w1 = max(len("Racksmith"), *(len(t[1]) for t in table))
+    print(f"  {'':{w0}}  {'Racksmith':>{w1}}  direct script")
+    for metric, rv, dv in table:
+        print(f"  {metric:{w0}}  {rv:>{w1}}  {dv}")
+
+
+def problems_of(res: Obj) -> list[str]:
+    out = []
+    for side in ("direct", "racksmith"):
+        if "error" in res[side]:
+            out.append(f"{side}: {res[side]['error']}")
+    d = res["direct"]
+    if "error" not in d and not d["done"] == d["distinct_uuids"] == res["params"]["volumes"]:
+        out.append(f"direct: {d['done']} volumes done, {d['distinct_uuids']} distinct UUIDs")
+    out += [f"racksmith: {p}" for p in res["racksmith"].get("problems", [])]
+    out += [f"agent log: {p}" for p in res["racksmith"].get("agent_log_problems", [])]
+    return out
+
+
+async def run_all(volumes: int, nodes: int, tmp: Path, timeout: float, res: Obj) -> None:
+    print(f"  [direct] {volumes} volumes, {nodes} workers ...", flush=True)
+    res["direct"] = {}
+    try:
+        await asyncio.wait_for(asyncio.to_thread(run_direct, volumes, nodes, tmp / "direct",
+                                                 res["direct"]), timeout)
+        print(f"  [direct] done in {res['direct']['seconds']:.1f} s", flush=True)
+    except Exception as exc:
+        res["direct"]["error"] = f"{type(exc).__name__}: {exc}"
+        print(f"  [direct] FAILED: {res['direct']['error']}", flush=True)
+    # Free the disk space (and the page cache pressure) of the reference's images.
+    subprocess.run(["rm", "-rf", str(tmp / "direct")], check=False)
+    res["racksmith"] = {}
+    await run_racksmith(volumes, nodes, tmp / "racksmith", timeout, res["racksmith"])
+
+
+def _sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--volumes", type=int, help="sparse volumes (default 100; --quick: 10)")
+    p.add_argument("--nodes", type=int, help="emulated nodes / agents (default 5; --quick: 2)")
+    p.add_argument("--quick", action="store_true", help="10 volumes on 2 nodes: a smoke run")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per side")
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
+    p.add_argument("--tmpdir", type=Path, help="where the work dir goes (default $TMPDIR)")
+    a = p.parse_args(argv)
+    volumes = a.volumes or (10 if a.quick else 100)
+    nodes = a.nodes or (2 if a.quick else 5)
+    if volumes < 1 or nodes < 1:
+        p.error("--volumes and --nodes must be positive")
+    signal.signal(signal.SIGTERM, _sigterm)
+    configure_logging("warning")
+    logging.getLogger().setLevel(logging.ERROR)
+    res: Obj = {"benchmark": "racksmith volumes", "date": dt.datetime.now(dt.UTC).isoformat(),
+                "params": {"volumes": volumes, "nodes": nodes, "size": SIZE, "fsType": FS_TYPE,
+                           "mkfsOptions": MKFS_OPTIONS},
+                "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
+                            "loadavg_start": os.getloadavg()}}
+    with tempfile.TemporaryDirectory(prefix="racksmith-bench-volumes-", dir=a.tmpdir) as d:
+        asyncio.run(run_all(volumes, nodes, Path(d), a.timeout, res))
+    res["machine"]["loadavg_end"] = os.getloadavg()
+    d_, r_ = res["direct"], res["racksmith"]
+    if "error" not in d_ and "error" not in r_:
+        res["ratio"] = round(r_["seconds"] / d_["seconds"], 3)
+    res["problems"] = problems_of(res)
+    print_table(res)
+    for prob in res["problems"]:
+        print(f"PROBLEM: {prob}")
+    if a.json is not None:
+        a.json.write_text(json.dumps(res, indent=2) + "\n")
+        print(f"results written to {a.json}")
+    return 1 if res["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
