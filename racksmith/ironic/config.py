@@ -181,7 +181,15 @@ def config_sections(settings: IronicSettings, *, ipmi: bool) -> dict[str, dict[s
             # because in-band steps advance only on heartbeats.
             "ramdisk_heartbeat_timeout": str(settings.heartbeat_timeout),
         },
-        "database": {"connection": f"sqlite:///{settings.database_file}"},
+        # SQLite under load (50+ hosts inspecting at once): the busy timeout
+        # (``timeout``, seconds) makes a writer wait for the lock instead of
+        # failing with "database is locked" after sqlite's 5 s default, and
+        # Ironic's own retry window is widened to match. The file is in WAL
+        # mode (set by IronicProcess.sync_database), so readers never block.
+        "database": {
+            "connection": f"sqlite:///{settings.database_file}?timeout=60",
+            "sqlite_max_wait_for_retry": "60",
+        },
         "dhcp": {"dhcp_provider": "none"},
         # Without it: "Couldn't get the URL of the Ironic API service".
         # Also the base of the agent inspection callback URL.

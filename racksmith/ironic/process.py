@@ -199,6 +199,7 @@ class IronicProcess:
         if rc != 0:
             raise IronicStartError(
                 f"ironic-dbsync {command} failed with code {rc}; see {self.log_file}")
+        await asyncio.to_thread(enable_wal, self.settings.database_file)
         self._log.info("ironic database ready", command=command)
 
     # --- internals --------------------------------------------------------
@@ -361,3 +362,18 @@ def _child_env() -> dict[str, str]:
     # Never let our proxy settings route Ironic's loopback traffic.
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     return env
+
+
+def enable_wal(path: Path) -> None:
+    """Put Ironic's SQLite file in write-ahead-log mode (persistent in the file).
+
+    With the default rollback journal every reader blocks the writers, and at
+    tens of hosts inspecting at once Ironic's conductor fails steps with
+    "database is locked" (measured with 50 emulated hosts). In WAL mode
+    readers and the one writer proceed together; it works across Ironic's
+    processes on one host.
+    """
+    with contextlib.closing(sqlite3.connect(path, timeout=60)) as db:
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()
+    if not mode or str(mode[0]).lower() != "wal":
+        raise IronicStartError(f"could not put {path} in WAL mode (got {mode!r})")

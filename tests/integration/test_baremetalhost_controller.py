@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -188,8 +189,9 @@ def backend() -> FixtureProvisioner:
 
 
 @contextlib.asynccontextmanager
-async def running(client: ApiClient, backend: FixtureProvisioner) -> AsyncIterator[Controller]:
-    controller = baremetalhost_controller(client, backend, settings=SETTINGS, workers=2)
+async def running(client: ApiClient, backend: FixtureProvisioner,
+                  settings: BareMetalHostSettings = SETTINGS) -> AsyncIterator[Controller]:
+    controller = baremetalhost_controller(client, backend, settings=settings, workers=2)
     manager = Manager(client, [controller], identity="bmh-test", shutdown_timeout=10)
     task = asyncio.create_task(manager.run())
     try:
@@ -379,6 +381,34 @@ async def test_wrong_credentials_then_fixed(
     assert "errorType" not in status and status["errorCount"] == 0
     assert status["goodCredentials"]["credentialsVersion"] == \
         status["triedCredentials"]["credentialsVersion"] != tried["credentialsVersion"]
+
+
+async def test_an_error_waits_out_its_back_off_until_an_input_changes(
+    cluster: Cluster, backend: FixtureProvisioner, client: ApiClient
+) -> None:
+    # The error's own status write wakes the host at once; it must not retry
+    # (and count the error again) before the back-off, unless the user
+    # changed something — here the Secret.
+    backend.bmc_credentials["redfish://bmc-h9.example/redfish/v1/Systems/1"] = (
+        "admin", "right-one")
+    slow = dataclasses.replace(SETTINGS, error_backoff_base=30.0, error_backoff_cap=60.0)
+    async with running(client, backend, slow):
+        await cluster.secret("h9-bmc", password=PASSWORD)
+        await cluster.host("h9")
+
+        async def refused() -> bool:
+            return status_of(await cluster.get("h9") or {}).get("errorType") == \
+                "registration error"
+        await eventually(refused, "registration error")
+        def registers() -> int:
+            return sum(n for (_, op), n in backend.calls.items() if op == "register")
+        calls = registers()
+        await asyncio.sleep(1.5)
+        status = status_of(await cluster.get("h9"))
+        assert status["errorCount"] == 1, status
+        assert registers() == calls
+        await cluster.secret("h9-bmc", password="right-one", replace=True)
+        await cluster.in_state("h9", "available")
 
 
 async def test_missing_secret_then_created(

@@ -85,6 +85,9 @@ class BareMetalHostReconciler:
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.baremetalhost")
         self.committer = Committer(self.kube, self.clock, self.settings, self.metrics, random)
+        #: Hosts waiting out an error back-off: the inputs the error was seen
+        #: with, and until when (see ``_held``).
+        self._holds: dict[ObjectKey, tuple[tuple[Any, ...], float]] = {}
 
     async def reconcile(self, key: ObjectKey) -> Result:
         raw = await self.kube.get_host(key)
@@ -92,6 +95,7 @@ class BareMetalHostReconciler:
             self.index.forget(key)
             self.budget.forget(key)
             self._backend_backoff.forget(key)
+            self._holds.pop(key, None)
             return Done()
         host = BareMetalHost.model_validate(raw)
         self.index.record(key, host)
@@ -114,6 +118,10 @@ class BareMetalHostReconciler:
             with contextlib.suppress(Conflict):
                 await committer.commit(ctx, raw, Proposal(add_finalizer=True), log)
             return RequeueAfter(0.0)
+        inputs = _inputs(host, ctx)
+        held = self._held(key, host, inputs)
+        if held is not None:
+            return RequeueAfter(held)
         try:
             proposal = await decide(ctx)
         except BudgetExhausted as exc:
@@ -124,12 +132,40 @@ class BareMetalHostReconciler:
         else:
             self._backend_backoff.forget(key)
         try:
-            return await committer.commit(ctx, raw, proposal, log)
+            result = await committer.commit(ctx, raw, proposal, log)
         except Conflict:
             # Someone else wrote the host meanwhile (a user, a deletion): the
             # proposal is dropped and worked out again from a fresh read.
             log.debug("conflicting write, reconciling again")
             return RequeueAfter(0.0)
+        if proposal.error is not None and isinstance(result, RequeueAfter):
+            self._holds[key] = (inputs, self.clock.now() + result.seconds)
+        else:
+            self._holds.pop(key, None)
+        return result
+
+    def _held(self, key: ObjectKey, host: BareMetalHost, inputs: tuple[Any, ...]) -> float | None:
+        """Seconds left of the error back-off, or None to act now.
+
+        The error's own status write (errorCount + 1) is a watch event that
+        wakes the host at once; without this gate every such wake-up would
+        retry the failed call and count the error again — a tight loop
+        against the backend (seen as errorCount in the hundreds). The gate
+        holds only while the host still shows the error and nothing the
+        user controls changed since: spec (generation), annotations, the
+        credentials Secret's version, a deletion. Kept in memory: after a
+        restart the first reconcile acts, then the back-off applies again.
+        """
+        hold = self._holds.get(key)
+        if hold is None:
+            return None
+        seen, until = hold
+        remaining = until - self.clock.now()
+        status = host.status
+        if remaining <= 0 or seen != inputs or status is None or status.error_type is None:
+            self._holds.pop(key, None)
+            return None
+        return remaining
 
     def _unreachable(self, key: ObjectKey, ctx: HostContext, error: str) -> Proposal:
         waiting = " (the deletion waits for it)" if ctx.deleting else ""
@@ -251,3 +287,10 @@ def baremetalhost_controller(
                    mapper=reconciler.index.profile_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
+
+
+def _inputs(host: BareMetalHost, ctx: HostContext) -> tuple[Any, ...]:
+    """What the user controls about a host: a change ends an error back-off early."""
+    meta = host.metadata
+    return (meta.generation, tuple(sorted((meta.annotations or {}).items())),
+            ctx.credentials.version, meta.deletion_timestamp is not None)

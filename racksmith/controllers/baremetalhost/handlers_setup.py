@@ -65,7 +65,9 @@ async def handle_inspecting(ctx: HostContext) -> Proposal:
     proposal, registered = await ensure_registered(ctx)
     if not registered:
         return proposal
-    out = await ctx.calls.inspect()
+    # After an inspection error (and its back-off) inspect again, as Metal3
+    # does: Ironic leaves the node in "inspect failed" until told to retry.
+    out = await ctx.calls.inspect(force=ctx.status.error_type is ErrorType.INSPECTION)
     if out.result.error:
         return failed(ctx, out.result, ErrorType.INSPECTION)
     if not out.result.done or out.hardware is None:

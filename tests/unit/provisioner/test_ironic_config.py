@@ -38,7 +38,8 @@ def test_standalone_options(tmp_path: Path) -> None:
     assert conf.get("inspector", "pre_create_ports") == "true"
     assert conf.get("redfish", "use_swift") == "false"
     assert conf.get("deploy", "http_url") == "http://127.0.0.1:8080"
-    assert conf.get("database", "connection") == f"sqlite:///{tmp_path}/ironic/ironic.sqlite"
+    assert conf.get("database", "connection") == (
+        f"sqlite:///{tmp_path}/ironic/ironic.sqlite?timeout=60")
     for kind in ("boot", "deploy", "inspect", "power", "management"):
         assert "fake" in conf.get("DEFAULT", f"enabled_{kind}_interfaces")
     assert "ipmitool" not in conf.get("DEFAULT", "enabled_power_interfaces")
