@@ -16,66 +16,32 @@ import ipaddress
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from racksmith.planners.roles import plan_node_roles
-from tests.e2e.rack import Rack, start_rack, state
-from tests.integration.test_docs import bash_blocks
-
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "cluster"
-MACHINES = ["demo-master-1", "demo-master-2", "demo-master-3",
-            "demo-worker-1", "demo-worker-2", "demo-infra-1"]
-ROLE_PREFIX = "node-role.kubernetes.io/"
-
-
-@pytest.fixture(scope="module")
-def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
-    data_dir = tmp_path_factory.mktemp("cluster")
-    r = start_rack(data_dir, 6, ["--apply-emulated-hosts", "--apply", str(EXAMPLES)])
-    try:
-        yield r
-    finally:
-        r.stop()
+from tests.e2e.demo import (
+    MACHINES,
+    ROLE_PREFIX,
+    ROOT,
+    guide_blocks,
+    host_root,
+    run_block,
+    wait_for,
+)
+from tests.e2e.rack import Rack, state
 
 
-def wait_for(rack: Rack, what: str, check: Callable[[], Any], timeout: float = 600) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(2.0)
-    machines = {m["metadata"]["name"]: (m.get("status") or {})
-                for m in rack.get("machines")["items"]}
-    raise AssertionError(f"{what} not reached in {timeout}s; machines: {machines}\n"
-                         f"{rack.server.log()[-6000:]}")
+@pytest.fixture
+def rack(demo_rack: Rack) -> Rack:
+    return demo_rack
 
 
-def machines_ready(rack: Rack) -> dict[str, dict[str, Any]] | None:
-    items = {m["metadata"]["name"]: m for m in rack.get("machines")["items"]}
-    if all((items.get(n, {}).get("status") or {}).get("phase") == "Ready" for n in MACHINES):
-        return items
-    return None
-
-
-def host_root(rack: Rack, host: str) -> Path:
-    return rack.data_dir / "emulator" / "hosts" / host / "root"
-
-
-@pytest.fixture(scope="module")
-def ready(rack: Rack) -> dict[str, dict[str, Any]]:
-    machines: dict[str, dict[str, Any]] = wait_for(rack, "every machine Ready",
-                                                   lambda: machines_ready(rack), timeout=900)
-    return machines
-
+@pytest.fixture
+def ready(demo_ready: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return demo_ready
 
 def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
                                                    ready: dict[str, dict[str, Any]]) -> None:
@@ -163,21 +129,8 @@ def test_reapplying_every_state_item_changes_nothing(
         assert all(i["state"] == "Applied" for i in items)
 
 
-def guide_blocks() -> list[str]:
-    return bash_blocks(ROOT / "docs" / "cluster.md")
-
-
-def run_block(rack: Rack, block: str, timeout: float = 120) -> str:
-    env = {"KUBECONFIG": str(rack.server.kubeconfig), "HOME": str(rack.home),
-           "PATH": "/usr/bin:/bin"}
-    res = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
-                         text=True, env=env, timeout=timeout, cwd=rack.home)
-    assert res.returncode == 0, f"{block}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
-    return res.stdout
-
-
 def test_the_guide_examples_run(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
-    blocks = [b for b in guide_blocks() if "kubectl delete" not in b]
+    blocks = [b for b in guide_blocks("cluster.md") if "kubectl delete" not in b]
     assert len(blocks) >= 2
     outputs = [run_block(rack, b) for b in blocks]
     assert "demo-master-1" in outputs[0]
@@ -191,7 +144,8 @@ def test_deleting_a_worker_returns_its_host_and_addresses(
     machine = ready["demo-worker-2"]
     host_name = machine["status"]["hostRef"]["name"]
     before = {s["metadata"]["name"]: s["status"]["allocated"] for s in rack.get("subnets")["items"]}
-    (delete,) = [b for b in guide_blocks() if "kubectl delete machine demo-worker-2" in b]
+    (delete,) = [b for b in guide_blocks("cluster.md")
+                 if "kubectl delete machine demo-worker-2" in b]
     run_block(rack, delete, timeout=600)
     wait_for(rack, "the Machine gone",
              lambda: rack.kubectl("get", "machine", "demo-worker-2", check=False).returncode != 0,
