@@ -32,10 +32,14 @@ class ClusterOptions:
     ``default_image``: the OS image for releases without ``spec.osImage``.
     ``agent_secret``: (namespace, name) of the Secret with the API URL, CA and
     token written into host agents' user data.
+    ``alertmanager_url``: base URL of a Prometheus Alertmanager v2 API (or of
+    the emulator's built-in alert source) read by the update controller for
+    UpdateAutoPause; None: no alert ever fires.
     """
 
     default_image: Image | None = None
     agent_secret: tuple[str, str] = ("racksmith-system", "racksmith-agent")
+    alertmanager_url: str | None = None
 
 
 def all_controllers(

@@ -72,6 +72,39 @@ class APIServer(RacksmithModel):
     )
 
 
+class DrainTimeoutAction(DocEnum):
+    """What an update does when a node's drain passes the drain timeout."""
+
+    PAUSE = "Pause", "Start no further machine until the drain succeeds (it keeps retrying)."
+    CONTINUE = "Continue", "Keep retrying the blocked drain while other machines go on."
+
+
+class ClusterUpdatePolicy(RacksmithModel):
+    """How the LCM update controller rolls a new release (or a reboot) through the cluster."""
+
+    auto_commence: bool = Field(
+        default=False,
+        description="Create update plans with every step commenced (no operator go-ahead).",
+    )
+    drain_timeout_seconds: int = Field(
+        default=600, ge=1,
+        description="After this long a drain still refused by a PodDisruptionBudget is "
+        "reported Blocked (naming the pod and the budget).",
+    )
+    on_drain_timeout: DrainTimeoutAction = Field(
+        default=DrainTimeoutAction.PAUSE, description="What a blocked drain does to the plan."
+    )
+    max_unavailable: dict[str, int] = Field(
+        default_factory=dict,
+        description="Label key (e.g. metal.racksmith.io/rack, topology.kubernetes.io/zone) → "
+        "how many machines sharing one value of it may be in maintenance at once.",
+    )
+    node_duration_seconds: int = Field(
+        default=600, ge=1,
+        description="Estimated update time of one machine when no past run is known.",
+    )
+
+
 class ClusterSpec(RacksmithModel):
     """Desired state of a cluster."""
 
@@ -88,6 +121,11 @@ class ClusterSpec(RacksmithModel):
     release: str = Field(description="Name of the ClusterRelease to run.")
     max_worker_upgrade_count: int = Field(
         default=1, ge=1, description="How many worker machines may be updated at once."
+    )
+    update: ClusterUpdatePolicy = Field(
+        default_factory=ClusterUpdatePolicy,
+        description="How updates and graceful reboots roll through the cluster.",
+        json_schema_extra={"default": {}},
     )
 
 
@@ -256,6 +294,11 @@ class StateItem(RacksmithModel):
     type: StateItemType = Field(description="What it manages.")
     params: dict[str, Any] = Field(
         default_factory=dict, description="Type-specific parameters (free-form)."
+    )
+    requires_reboot: bool = Field(
+        default=False,
+        description="Applying this item with a change needs a reboot (kernel, firmware): the "
+        "agent then reports rebootRequired and the update controller reboots the machine.",
     )
 
 

@@ -95,6 +95,11 @@ class LCMMachineStatus(RacksmithModel):
     observed_generation: int | None = Field(
         default=None, ge=0, description="metadata.generation the agent last acted on."
     )
+    reboot_required: bool | None = Field(
+        default=None,
+        description="An applied item needs a reboot (the host's /var/run/reboot-required "
+        "exists); cleared by the next boot.",
+    )
     conditions: list[Condition] = conditions_field()
 
 
@@ -210,6 +215,14 @@ class MachineProgress(RacksmithModel):
         default=None, description="Details (e.g. a drain blocked by a PDB)."
     )
     progress: int | None = Field(default=None, ge=0, le=100, description="Percent done.")
+    state: str | None = Field(
+        default=None,
+        description="Where the machine is in the node maintenance flow (Requested, "
+        "WaitingForLocks, Draining, Blocked, LockFailed, Applying, Rebooting, WaitingForNode, "
+        "Uncordoning, Done).",
+    )
+    started_at: datetime | None = Field(default=None, description="When its maintenance began.")
+    finished_at: datetime | None = Field(default=None, description="When it ended.")
 
 
 class ClusterUpdatePlanSpec(RacksmithModel):
@@ -351,6 +364,18 @@ class GracefulRebootRequestSpec(RacksmithModel):
     )
 
 
+class GracefulRebootRequestStatus(RacksmithModel):
+    """Progress of the reboots."""
+
+    phase: PlanPhase | None = Field(default=None, description="InProgress, Completed or Failed.")
+    machines: list[MachineProgress] = Field(
+        default_factory=list,
+        description="Per machine progress.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    conditions: list[Condition] = conditions_field()
+
+
 class GracefulRebootRequest(Resource):
     """Reboot machines one by one (cordon, drain, reboot, uncordon), in upgrade order.
 
@@ -363,9 +388,13 @@ class GracefulRebootRequest(Resource):
         plural="gracefulrebootrequests",
         namespaced=True,
         categories=(*CATEGORIES, "maintenance"),
-        printer_columns=(age_column(),),
+        printer_columns=(
+            PrinterColumn("Phase", ".status.phase", description="Progress."),
+            age_column(),
+        ),
     )
 
     spec: GracefulRebootRequestSpec = Field(
         default_factory=GracefulRebootRequestSpec, description="Machines to reboot."
     )
+    status: GracefulRebootRequestStatus | None = Field(default=None, description="Progress.")
