@@ -11,7 +11,8 @@ All host access goes through the ``Host`` seam (``host``); the built-in
 ``kubectl cordon|uncordon <node>`` of an emulated host goes through
 :class:`NodeControl` (the API). Called by ``loop`` for every item, in order.
 Raises :class:`ItemError` for bad parameters and ``HostError`` when the host
-refuses; both messages end up in the item's status.
+refuses; both messages end up in the item's status. An item with
+``requiresReboot`` that changed the host touches ``/var/run/reboot-required``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from racksmith.agent import kubeadm
-from racksmith.agent.host import Host, HostError, render_argv
+from racksmith.agent.host import REBOOT_REQUIRED, Host, HostError, render_argv
 from racksmith.kinds.cluster import StateItem, StateItemType
 
 __all__ = [
@@ -94,10 +95,16 @@ async def check(item: StateItem, ctx: ExecContext) -> list[Action]:
 
 
 async def apply(item: StateItem, ctx: ExecContext) -> bool:
-    """Check, then do every proposed action in order; returns whether anything changed."""
+    """Check, then do every proposed action in order; returns whether anything changed.
+
+    An item with ``requiresReboot`` that changed the host touches
+    ``/var/run/reboot-required`` (after its actions all succeeded).
+    """
     actions = await check(item, ctx)
     for action in actions:
         await action.run()
+    if actions and item.requires_reboot:
+        ctx.host.touch(REBOOT_REQUIRED)
     return bool(actions)
 
 
@@ -246,7 +253,7 @@ async def _command(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
     unless_argv = _argv(unless, ctx.node_name, "unless") if unless is not None else None
     builtin = _builtin_kubectl(params["command"], ctx.node_name) if host.emulated else None
     if builtin is not None:
-        return await _kubectl_builtin(*builtin, ctx)
+        return await _kubectl_builtin(*builtin, ctx, creates)
 
     async def run() -> None:
         result = await host.run_command(argv)
@@ -273,22 +280,35 @@ async def _command(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
     return [Action(text, run)]
 
 
-async def _kubectl_builtin(verb: str, node: str, ctx: ExecContext) -> list[Action]:
+async def _kubectl_builtin(verb: str, node: str, ctx: ExecContext,
+                           creates: str | None = None) -> list[Action]:
+    """The emulated ``kubectl cordon|uncordon <node>``: patch the Node through
+    the API when it differs, then touch ``creates`` (if given) so the item
+    runs once per host life, like any other guarded command."""
     if ctx.nodes is None:
         raise ItemError(f"kubectl {verb} needs the API, which this agent has not")
     nodes = ctx.nodes
+    host = ctx.host
     want = verb == "cordon"
     text = f"patch Node {node} spec.unschedulable={str(want).lower()} (kubectl {verb})"
     current = await nodes.is_unschedulable(node)
     if current is None and not ctx.dry_run:
         raise HostError(f"kubectl {verb} {node}: Node {node} is not registered yet")
-    if current == want:
-        return []
+    actions: list[Action] = []
+    if current != want:
 
-    async def patch() -> None:
-        await nodes.set_unschedulable(node, want)
+        async def patch() -> None:
+            await nodes.set_unschedulable(node, want)
 
-    return [Action(text, patch)]
+        actions.append(Action(text, patch))
+    if creates is not None:
+        guard = creates
+
+        async def touch() -> None:
+            host.touch(guard)
+
+        actions.append(Action(f"create {guard}", touch))
+    return actions
 
 
 # --- kubeadm ---------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from typing import Any
 __all__ = [
     "COMMAND_LOG",
     "EMULATED_STATE_DIR",
+    "REBOOT_REQUIRED",
     "CommandResult",
     "EmulatedHost",
     "Host",
@@ -52,6 +53,10 @@ __all__ = [
 
 EMULATED_STATE_DIR = "/var/lib/racksmith/emulated"
 COMMAND_LOG = "/var/log/racksmith-commands.log"
+REBOOT_REQUIRED = "/var/run/reboot-required"
+"""Exists while the host needs a reboot: touched when an item with
+``requiresReboot`` changes the host (and by the distribution's own package
+hooks); gone after a boot (tmpfs on a real host; the emulated boot deletes it)."""
 _OUTPUT_LIMIT = 2000  # characters of stderr/stdout kept in an error message
 
 

@@ -2,8 +2,9 @@
 
 Owns every API call of the agent: its LCMMachine (read; status subresource
 by merge patch), the Node of the host (read, create, ``spec.unschedulable``
-by merge patch, status subresource by merge patch), the node Lease in
-``kube-node-lease`` and, for the storage tasks, the node's Volumes (watch
+by merge patch, status subresource by merge patch), the pods bound to the node (list with
+``spec.nodeName=<node>``; status subresource by merge patch), the node
+Lease in ``kube-node-lease`` and, for the storage tasks, the node's Volumes (watch
 with ``spec.nodeName=<node>``, read, metadata annotations by merge patch)
 and StorageClasses (read). Nothing else in the package talks to the API; the
 client is built in ``main`` and passed in.
@@ -147,6 +148,30 @@ class AgentKube:
             node, {"spec": {"unschedulable": value}},
             field_manager=FIELD_MANAGER, **_MERGE_PATCH,
         )
+
+    # --- Pods -------------------------------------------------------------------------
+
+    async def node_pods(self, node: str) -> list[dict[str, Any]]:
+        """Every pod bound to ``node`` (field selector ``spec.nodeName``), all namespaces."""
+        found = await self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node}")
+        out: list[dict[str, Any]] = self.api_client.sanitize_for_serialization(found.items)
+        return out
+
+    async def patch_pod_status(self, namespace: str, name: str,
+                               status: dict[str, Any]) -> bool:
+        """Merge-patch ``status`` into the pod's status subresource; False when
+        the pod is gone (404)."""
+        try:
+            await self.core.patch_namespaced_pod_status(
+                name, namespace, {"status": status}, field_manager=FIELD_MANAGER,
+                **_MERGE_PATCH,
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
 
     # --- Lease ------------------------------------------------------------------------
 

@@ -6,7 +6,19 @@ exists (contracts, "The agent"): creating Node ``nodeName`` when absent
 at creation only), posting its status every ``kubelet_status`` seconds
 through the status subresource (addresses, capacity/allocatable, nodeInfo,
 Ready True and Memory/Disk/PIDPressure False) and renewing Lease
-``kube-node-lease/<node>`` on the same tick.
+``kube-node-lease/<node>`` on the same tick. ``nodeInfo.bootID`` is the
+content of ``/proc/sys/kernel/random/boot_id`` read when the kubelet starts
+(the emulated OS boot writes a new uuid4 there at every boot; the node name
+when the file is missing).
+
+It also plays the kubelet for the pods bound to the node: on the same tick
+(once at start, then every ``kubelet_status`` seconds) it lists the pods with
+``spec.nodeName=<node>`` and, for each one without a ``Ready=True``
+condition, not being deleted and not finished (Succeeded/Failed), writes
+through the pod status subresource phase Running, ``startTime`` (if unset),
+conditions PodScheduled/Initialized/ContainersReady/Ready True (others kept)
+and a running, ready status per container. Nothing runs: the pods only look
+running.
 
 Addresses: InternalIP is the first address of the netplan file
 ``/etc/netplan/60-racksmith.yaml`` inside a ``controlPlaneCIDRs`` network
@@ -37,14 +49,20 @@ from racksmith.planners.release import NETPLAN_PATH
 from racksmith.runtime.clock import Clock, wait_event
 
 __all__ = [
+    "BOOT_ID_PATH",
     "HARDWARE_PATH",
     "EmulatedKubelet",
     "capacity_from_hardware",
     "internal_ip",
     "netplan_addresses",
+    "pod_needs_running",
+    "running_pod_status",
 ]
 
 HARDWARE_PATH = "/etc/racksmith/hardware.json"
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+_POD_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+_FINISHED = ("Succeeded", "Failed")
 MAX_PODS = "110"
 _NETPLAN_SECTIONS = ("ethernets", "bonds", "vlans", "bridges")
 _PRESSURES = (
@@ -104,6 +122,41 @@ def capacity_from_hardware(hardware: Mapping[str, Any]) -> dict[str, str]:
     return capacity
 
 
+def pod_needs_running(pod: Mapping[str, Any]) -> bool:
+    """The pod is bound here and does not look running yet: no ``Ready=True``
+    condition, not being deleted, not finished."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    if meta.get("deletionTimestamp") or status.get("phase") in _FINISHED:
+        return False
+    conditions = status.get("conditions") or []
+    return not any(isinstance(c, Mapping) and c.get("type") == "Ready"
+                   and c.get("status") == "True" for c in conditions)
+
+
+def running_pod_status(pod: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The status the emulated kubelet writes for ``pod``: Running and Ready."""
+    status = pod.get("status") or {}
+    stamp = rfc3339(now)
+    kept = [c for c in status.get("conditions") or []
+            if isinstance(c, Mapping) and c.get("type") not in _POD_CONDITIONS]
+    ours = [{"type": kind, "status": "True", "lastProbeTime": None,
+             "lastTransitionTime": stamp} for kind in _POD_CONDITIONS]
+    containers = (pod.get("spec") or {}).get("containers") or []
+    start = status.get("startTime") or stamp
+    return {
+        "phase": "Running",
+        "startTime": start,
+        "conditions": [*kept, *ours],
+        "containerStatuses": [
+            {"name": str(c.get("name") or ""), "image": str(c.get("image") or ""),
+             "imageID": "", "ready": True, "started": True, "restartCount": 0,
+             "state": {"running": {"startedAt": stamp}}}
+            for c in containers if isinstance(c, Mapping)
+        ],
+    }
+
+
 class EmulatedKubelet:
     """Registers and keeps alive the Node of an emulated host (module docstring)."""
 
@@ -117,6 +170,7 @@ class EmulatedKubelet:
         self.clock = clock
         self.timing = timing
         self._started: datetime | None = None
+        self._boot_id: str | None = None
         self._node_uid: str | None = None
         self._lock = asyncio.Lock()
 
@@ -134,6 +188,7 @@ class EmulatedKubelet:
             now = self.clock.wall()
             if self._started is None:
                 self._started = now
+                self._boot_id = self._read_boot_id()
             context = kubeadm.read_cluster_context(self.host)
             status = self._status(context, now)
             if self._node_uid is None:
@@ -149,7 +204,22 @@ class EmulatedKubelet:
             await self.kube.renew_lease(
                 self.node_name, self._node_uid, self.timing.lease_duration, now
             )
+            await self.run_pods(now)
             return True
+
+    async def run_pods(self, now: datetime) -> int:
+        """Make every pod bound to the node that does not look running yet
+        Running and Ready (module docstring); returns how many were written."""
+        written = 0
+        for pod in await self.kube.node_pods(self.node_name):
+            if not pod_needs_running(pod):
+                continue
+            meta = pod.get("metadata") or {}
+            namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+            if await self.kube.patch_pod_status(namespace, name, running_pod_status(pod, now)):
+                log.info("pod running", node=self.node_name, pod=f"{namespace}/{name}")
+                written += 1
+        return written
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick every ``kubelet_status`` seconds until ``stop`` is set."""
@@ -223,9 +293,14 @@ class EmulatedKubelet:
                 "kubeProxyVersion": version,
                 "machineID": self.node_name,
                 "systemUUID": self.node_name,
-                "bootID": self.node_name,
+                "bootID": self._boot_id or self.node_name,
             },
         }
+
+    def _read_boot_id(self) -> str | None:
+        raw = self.host.read_file(BOOT_ID_PATH)
+        text = raw.decode(errors="replace").strip() if raw is not None else ""
+        return text or None
 
     def _hardware(self) -> dict[str, Any]:
         raw = self.host.read_file(HARDWARE_PATH)

@@ -5,12 +5,14 @@ read LCMMachine ``lcmMachine`` in ``namespace``; unless ``spec.paused``,
 apply ``spec.stateItems`` in order through ``executors``, and after each
 item merge-patch the status subresource with ``items[]`` (name, hash =
 ``planners.release.item_hash``, state, changed, error, finishedAt),
-``phase``, ``observedGeneration``, ``agentVersion``, ``heartbeat`` and, when
-Ready, ``release``. A failed item stops the pass (later items wait) and the
-pass is retried with capped, jittered exponential back-off; a new
-generation starts a pass at once. When Ready with an unchanged generation
-the items are only re-verified every ``reverify`` seconds; the heartbeat is
-written every ``heartbeat`` seconds even when idle.
+``phase``, ``observedGeneration``, ``agentVersion``, ``heartbeat``,
+``rebootRequired`` (whether ``/var/run/reboot-required`` exists on the host,
+in every report including the idle heartbeat) and, when Ready, ``release``.
+A failed item stops the pass (later items wait) and the pass is retried
+with capped, jittered exponential back-off; a new generation starts a pass
+at once. When Ready with an unchanged generation the items are only
+re-verified every ``reverify`` seconds; the heartbeat is written every
+``heartbeat`` seconds even when idle.
 
 Level-based: every pass re-reads the LCMMachine and re-checks every item
 (an up-to-date item changes nothing). Called by ``main``.
@@ -30,7 +32,7 @@ import structlog
 from racksmith.agent import executors
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.executors import ExecContext, ItemError
-from racksmith.agent.host import HostError
+from racksmith.agent.host import REBOOT_REQUIRED, HostError
 from racksmith.agent.kube import rfc3339
 from racksmith.kinds.cluster import StateItem
 from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, StateItemState, StateItemStatus
@@ -204,9 +206,11 @@ class ReconcileLoop:
         await self.heartbeat(status)
 
     async def heartbeat(self, status: dict[str, Any] | None = None) -> None:
-        """Merge-patch ``status`` (or nothing) with the heartbeat and agent version."""
+        """Merge-patch ``status`` (or nothing) with the heartbeat, agent version
+        and whether the host needs a reboot."""
         body = {**(status or {}), "heartbeat": rfc3339(self.clock.wall()),
-                "agentVersion": self.agent_version}
+                "agentVersion": self.agent_version,
+                "rebootRequired": self.ctx.host.exists(REBOOT_REQUIRED)}
         await self.api.patch_lcm_status(self.namespace, self.name, body)
         self._last_report = self.clock.now()
 

@@ -33,6 +33,8 @@ from racksmith.app.services import (
 )
 from racksmith.app.settings import Settings
 from racksmith.controllers import ClusterOptions, all_controllers
+from racksmith.emulator.alertmanager import BuiltinAlertmanager
+from racksmith.emulator.workloads import reference_workloads_controller
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
 from racksmith.kinds.metal import ChecksumType, Image
@@ -61,6 +63,8 @@ class Racksmith:
     ironic: IronicProcess | None = None
     emulator: EmulatorService | None = None
     _http: StaticHTTP | None = None
+    alertmanager: BuiltinAlertmanager | None = None
+    alertmanager_url: str | None = None
     _ironic_client: IronicClient | None = None
     provisioner: IronicProvisioner | None = None
     _manager_task: asyncio.Task[None] | None = None
@@ -102,11 +106,16 @@ class Racksmith:
             self.on_step("starting controllers")
             self._client = await api_client_from_kubeconfig(self.server.kubeconfig_path)
             registry = CollectorRegistry()
+            await self._start_alert_source()
             controllers = all_controllers(self._client, workers=s.controller_workers,
                                           provisioner=self.provisioner, registry=registry,
                                           ipam=True, cluster=ClusterOptions(
                                               default_image=self._default_image(),
-                                              agent_secret=AGENT_SECRET))
+                                              agent_secret=AGENT_SECRET,
+                                              alertmanager_url=self.alertmanager_url))
+            if self.emulator is not None and s.reference_workloads:
+                self.on_step("reference workload controller: namespace racksmith-workloads")
+                controllers.append(reference_workloads_controller(self._client))
             self.manager = Manager(self._client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace="kube-system", registry=registry)
@@ -138,6 +147,21 @@ class Racksmith:
                          "labels": {"app.kubernetes.io/part-of": "racksmith"}},
             "data": {k: base64.b64encode(v.encode()).decode("ascii") for k, v in data.items()},
         }, manager="racksmith")
+
+    async def _start_alert_source(self) -> None:
+        """The Alertmanager the update controller reads: ``--alertmanager-url``,
+        else with emulated hosts the built-in one on a loopback port kept in
+        ``DIR/ports.json`` (key ``alertmanager``), else none."""
+        s = self.settings
+        if s.alertmanager_url:
+            self.alertmanager_url = s.alertmanager_url.rstrip("/")
+        elif self.emulator is not None:
+            port = stable_ports(s.data_dir, {"alertmanager": 0})["alertmanager"]
+            self.alertmanager = BuiltinAlertmanager()
+            self.alertmanager_url = await self.alertmanager.start("127.0.0.1", port)
+        if self.alertmanager_url:
+            kind = "built-in" if self.alertmanager is not None else "external"
+            self.on_step(f"alert source ({kind}): {self.alertmanager_url}")
 
     def _default_image(self) -> Image | None:
         """The OS image for releases that name none: the virtual datacenter's
@@ -191,6 +215,8 @@ class Racksmith:
                 await asyncio.wait_for(self._manager_task, 30)
         if self._client is not None:
             await self._client.close()
+        if self.alertmanager is not None:
+            await self.alertmanager.stop()
         if self._ironic_client is not None:
             await self._ironic_client.__aexit__(None, None, None)
         if self.ironic is not None:

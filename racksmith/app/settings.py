@@ -37,3 +37,8 @@ class Settings:
     leader_election: bool = True
     controller_workers: int = 4
     log_level: str = "info"
+    alertmanager_url: str | None = None
+    """Alertmanager v2 API read by UpdateAutoPause; None with emulated hosts:
+    the built-in alert source (port kept in DIR/ports.json)."""
+    reference_workloads: bool = True
+    """With emulated hosts, run the reference workload controller."""

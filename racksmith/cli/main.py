@@ -87,6 +87,12 @@ def up(
     progress: bool = typer.Option(False, help="Show a progress display."),
     log_level: str = typer.Option("info", help="Log level."),
     log_format: str = typer.Option("console", help="console or json."),
+    alertmanager_url: str = typer.Option(None, help="Prometheus Alertmanager (v2 API) whose "
+                                         "alerts pause updates (UpdateAutoPause); default with "
+                                         "--emulate-hosts: a built-in one on a loopback port."),
+    no_reference_workloads: bool = typer.Option(False, "--no-reference-workloads",
+                                                help="With --emulate-hosts, do not run the "
+                                                "reference workload controller."),
 ) -> None:
     """Start the API server, Ironic and every controller in the foreground."""
     if emulate_hosts < 0:
@@ -100,7 +106,8 @@ def up(
                         apply_emulated_hosts=apply_emulated_hosts, ironic_url=ironic_url,
                         ironic_port=ironic_port, with_ironic=not no_ironic,
                         apply=list(apply), leader_election=leader_election,
-                        log_level=log_level)
+                        log_level=log_level, alertmanager_url=alertmanager_url or None,
+                        reference_workloads=not no_reference_workloads)
     _run(Racksmith(settings), progress)
 
 

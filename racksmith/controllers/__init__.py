@@ -18,6 +18,8 @@ from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.ipam import subnet_controller
 from racksmith.controllers.ipamhost import ipamhost_controller, l2template_controller
 from racksmith.controllers.machine import machine_controller
+from racksmith.controllers.maintenance import graceful_reboot_controller
+from racksmith.controllers.update import AlertmanagerSource, update_controller
 from racksmith.controllers.volume import claim_binder_controller, volume_controller
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
@@ -54,8 +56,9 @@ def all_controllers(
     """Every controller of this release: the BareMetalHost controller when a
     ``provisioner`` (the backend that drives servers) is given, the IPAM
     (Subnet) controller when ``ipam`` is true — it needs no provisioner — and
-    the cluster layer (Machine, Cluster, IpamHost, L2Template, Volume and the
-    pre-bound claim binder) when ``cluster`` is given. ``registry`` receives
+    the cluster layer (Machine, Cluster, IpamHost, L2Template, Volume, the
+    pre-bound claim binder, the LCM update controller and the graceful
+    reboot controller) when ``cluster`` is given. ``registry`` receives
     the controllers' own metrics (pass the manager's)."""
     controllers: list[Controller] = []
     if provisioner is not None:
@@ -73,5 +76,9 @@ def all_controllers(
             cluster_controller(api_client, workers=1),
             volume_controller(api_client, workers=min(workers, 2)),
             claim_binder_controller(api_client, workers=1),
+            update_controller(api_client, workers=1, alert_source=(
+                AlertmanagerSource(cluster.alertmanager_url)
+                if cluster.alertmanager_url else None)),
+            graceful_reboot_controller(api_client, workers=1),
         ])
     return controllers

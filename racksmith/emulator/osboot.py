@@ -14,7 +14,11 @@ config-2 drive:
   (paths escaping it are refused), other ``runcmd`` entries are recorded in
   ``<root>/var/log/cloud-init-emulated.log``; user data that is not
   cloud-config is only saved and recorded;
-- on every boot: ``<root>/etc/racksmith/hardware.json`` is written from the
+- on every boot: ``<root>/proc/sys/kernel/random/boot_id`` gets a fresh
+  uuid4 (the emulated kubelet reports it as the Node's ``bootID``, by which
+  LCM sees that a reboot happened), ``<root>/var/run/reboot-required`` is
+  deleted (tmpfs on a real host: a boot clears the agent's "needs a
+  reboot"), ``<root>/etc/racksmith/hardware.json`` is written from the
   emulated inventory, each disk but the boot disk is linked as
   ``<root>/dev/<disk name>`` (a symlink to its disk file), and each
   ``runcmd`` entry whose argv[0] is ``racksmith`` starts as ``<python> -m
@@ -53,6 +57,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -80,6 +85,11 @@ PID_FILE = "run/racksmith-agent.pid"
 HARDWARE_FILE = "etc/racksmith/hardware.json"
 INSTANCE_DIR = "var/lib/cloud/instance"
 INSTALL_ID_FILE = "var/lib/cloud/data/install-id"
+BOOT_ID_FILE = "proc/sys/kernel/random/boot_id"
+"""A new uuid4 at every boot (the agent's emulated kubelet reads it)."""
+REBOOT_REQUIRED_FILE = "var/run/reboot-required"
+"""Touched by the agent when an applied item needs a reboot; a boot deletes it.
+(The same paths as the agent's; the emulator never imports the agent.)"""
 
 
 class PathEscape(ValueError):
@@ -382,6 +392,11 @@ class OSBoot:
         if fresh:
             self._first_boot(root, drive, config, cloud_log)
             _write_atomic(root / INSTALL_ID_FILE, install_id.encode(), 0o644)
+        boot_id = str(uuid.uuid4())
+        _write_atomic(root / BOOT_ID_FILE, f"{boot_id}\n".encode(), 0o644)
+        with contextlib.suppress(FileNotFoundError):
+            (root / REBOOT_REQUIRED_FILE).unlink()
+        cloud_log.add(f"boot id {boot_id}")
         _write_atomic(root / HARDWARE_FILE,
                       json.dumps(hardware_document(host), indent=2).encode() + b"\n", 0o644)
         for argv in config.runcmd if config else ():

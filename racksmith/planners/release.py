@@ -24,8 +24,10 @@ Rules:
   opens the configuration phase, so a network change is a changed item;
 - item names are unique (the agent reports per name); every item is
   checked, including those for roles the machine does not have;
+- an item keeps its ``requiresReboot`` (the agent reports a needed reboot
+  when it changes such an item);
 - the hash is the sha256 of the item's canonical JSON (camelCase keys,
-  sorted, no spaces, roles in ``Role`` order).
+  sorted, no spaces, roles in ``Role`` order), ``requiresReboot`` included.
 """
 
 from __future__ import annotations
@@ -245,6 +247,7 @@ def plan_state_items(
             roles=sorted(set(item.roles), key=_ROLE_ORDER.__getitem__),
             type=item.type,
             params=params,
+            requires_reboot=item.requires_reboot,
         )
         chosen.append((phase_index[item.phase], i, rendered))
     if errors:

@@ -522,3 +522,75 @@ async def test_a_restart_repeats_nothing(client: ApiClient) -> None:
     assert await world.host_state("h2") == "available"
     claims = [e for e in await world.events("m") if e.reason == "HostClaimed"]
     assert len(claims) == 1
+
+
+async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiClient) -> None:
+    """The release pin: a Cluster release change moves no deployed machine;
+    the Machine annotation ``lcm.racksmith.io/release`` does; a new machine
+    joins at the cluster's release."""
+    world = World(client)
+    async with running(client):
+        await setup(world, {"h1": "a", "h2": "a"})
+        rel1 = await world.get(CLUSTER, "clusterreleases", "rel-1", namespace=None)
+        assert rel1 is not None
+        rel2_items = [*rel1["spec"]["stateItems"], {
+            "name": "linux-image", "phase": "configuration", "type": "package",
+            "requiresReboot": True, "params": {"name": "linux-image", "version": "6.8"}}]
+        await world.create(CLUSTER, "clusterreleases", {
+            "apiVersion": f"{CLUSTER}/{V}", "kind": "ClusterRelease",
+            "metadata": {"name": "rel-2"},
+            "spec": {**rel1["spec"], "version": "1.1.0", "stateItems": rel2_items}},
+            namespace=None)
+        await world.machine("old", ["node"], "a")
+        await world.render_network("old")
+        await world.host_in("h1", "provisioned")
+        await deploy(world, "old")
+        lcm = await world.get(LCM, "lcmmachines", "old")
+        assert lcm is not None and lcm["spec"]["release"] == "rel-1"
+        generation = lcm["metadata"]["generation"]
+
+        patch: Any = world.custom.patch_namespaced_custom_object  # _content_type is untyped
+        await patch(CLUSTER, V, NS, "clusters", "demo", {"spec": {"release": "rel-2"}},
+                    _content_type="application/merge-patch+json")
+        # A new machine joins at the cluster's (new) release ...
+        await world.machine("new", ["node"], "a")
+        await world.render_network("new")
+        new_lcm = await world.exists("LCMMachine new",
+                                     lambda: world.get(LCM, "lcmmachines", "new"))
+        assert new_lcm["spec"]["release"] == "rel-2"
+        assert "linux-image" in [i["name"] for i in new_lcm["spec"]["stateItems"]]
+        # ... by then the cluster change has been seen by the deployed one: it stays.
+        await asyncio.sleep(0.5)
+        lcm = await world.get(LCM, "lcmmachines", "old")
+        assert lcm is not None
+        assert (lcm["spec"]["release"], lcm["metadata"]["generation"]) == ("rel-1", generation)
+        assert await world.phase("old") == "Ready"
+
+        # A pin to a release that does not exist: ReleaseFound False naming it.
+        await patch(CLUSTER, V, NS, "machines", "old",
+                    {"metadata": {"annotations": {"lcm.racksmith.io/release": "rel-9"}}},
+                    _content_type="application/merge-patch+json")
+
+        async def missing() -> bool:
+            found = await world.condition(CLUSTER, "machines", "old", "ReleaseFound")
+            return found is not None and found["status"] == "False" \
+                and "rel-9" in found["message"]
+        await eventually(missing, "ReleaseFound False naming rel-9")
+
+        # The pin to rel-2: the LCMMachine re-renders; the agent deploys it.
+        await patch(CLUSTER, V, NS, "machines", "old",
+                    {"metadata": {"annotations": {"lcm.racksmith.io/release": "rel-2"}}},
+                    _content_type="application/merge-patch+json")
+
+        async def rerendered() -> bool:
+            got = await world.get(LCM, "lcmmachines", "old")
+            return got is not None and got["spec"]["release"] == "rel-2"
+        await eventually(rerendered, "LCMMachine old rendered from rel-2")
+        await world.in_phase("old", "Deploying")
+        await world.agent_ready("old")
+        await world.in_phase("old", "Ready")
+
+        async def moved() -> bool:
+            got = await world.get(CLUSTER, "machines", "old")
+            return ((got or {}).get("status") or {}).get("release") == "rel-2"
+        await eventually(moved, "machine old runs rel-2")

@@ -24,7 +24,7 @@ from racksmith.controllers.machine.commit import Committer, Raw
 from racksmith.controllers.machine.index import MachineIndex
 from racksmith.controllers.machine.kube import Conflict, Kube
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
-from racksmith.controllers.machine.plan import ClaimHost, Wait, decide
+from racksmith.controllers.machine.plan import ClaimHost, Wait, decide, release_to_render
 from racksmith.controllers.machine.userdata import AgentAccess, agent_access
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
@@ -70,7 +70,7 @@ class MachineReconciler:
         machine = Machine.model_validate(raw_machine)
         observed, raw = await self._observe(machine, raw_machine)
         step = decide(observed)
-        release = observed.cluster.spec.release if observed.cluster else None
+        release = release_to_render(machine, observed.cluster, observed.lcm)
         waiting = isinstance(step.action, ClaimHost | Wait) and step.host_ref is None \
             and machine.metadata.deletion_timestamp is None
         self.index.record(key, machine.spec.cluster_name, release, waiting)
@@ -88,9 +88,12 @@ class MachineReconciler:
         raw = Raw(machine=raw_machine)
         deleting = meta.deletion_timestamp is not None
         cluster = _model(Cluster, await self.kube.get(n.CLUSTERS, ns, machine.spec.cluster_name))
+        raw.lcm = await self.kube.get(n.LCMMACHINES, ns, name)
+        lcm = _model(LCMMachine, raw.lcm)
         release = None
-        if cluster is not None:
-            release = _model(ClusterRelease, await self.kube.get_release(cluster.spec.release))
+        release_name = release_to_render(machine, cluster, lcm)
+        if cluster is not None and release_name is not None:
+            release = _model(ClusterRelease, await self.kube.get_release(release_name))
         hosts: list[BareMetalHost] = []
         for item in await self.kube.list_objects(n.HOSTS, ns):
             host = _model(BareMetalHost, item)
@@ -98,7 +101,6 @@ class MachineReconciler:
                 hosts.append(host)
                 raw.hosts[host.metadata.name or ""] = item
         raw.ipamhost = await self.kube.get(n.IPAMHOSTS, ns, name)
-        raw.lcm = await self.kube.get(n.LCMMACHINES, ns, name)
         raw.node = await self.kube.get_node(name)
         node = NodeView.from_raw(raw.node) if raw.node is not None else None
         pods: tuple[PodView, ...] = ()
@@ -113,7 +115,7 @@ class MachineReconciler:
             agent = await self._agent()
         observed = Observed(
             machine=machine, cluster=cluster, release=release, hosts=tuple(hosts),
-            ipamhost=_model(IpamHost, raw.ipamhost), lcm=_model(LCMMachine, raw.lcm),
+            ipamhost=_model(IpamHost, raw.ipamhost), lcm=lcm,
             node=node, pods=pods, user_data=user_data, agent=agent,
             default_image=self.default_image,
         )

@@ -15,6 +15,13 @@ the user data), **Provisioning** until the host is provisioned,
 **Deploying** until the agent reports the current generation Ready and the
 Node is Ready, **Ready**; **Deleting** once deletion is requested;
 **Failed** when the claimed host vanished.
+
+The release pin (``release_to_render``): the LCMMachine renders from the
+Machine's ``lcm.racksmith.io/release`` annotation if set; else, once the
+machine has been deployed (``status.release`` set), from the LCMMachine's
+current ``spec.release``; else from the Cluster's ``spec.release``. So a
+deployed machine never moves by itself when the Cluster's release changes:
+the LCM update flow moves it by writing the annotation.
 """
 
 from __future__ import annotations
@@ -33,10 +40,10 @@ from racksmith.controllers.machine.selection import (
     state_of,
 )
 from racksmith.controllers.machine.userdata import render_user_data
-from racksmith.kinds.cluster import Machine, MachineAddress, MachinePhase
+from racksmith.kinds.cluster import Cluster, Machine, MachineAddress, MachinePhase
 from racksmith.kinds.common import ConditionStatus, LocalObjectReference, ObjectReference
 from racksmith.kinds.ipam import IpamHostSpec, IpamHostState, NICMapping
-from racksmith.kinds.lcm import LCMMachinePhase, LCMMachineSpec
+from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, LCMMachineSpec
 from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.planners.release import plan_state_items
@@ -190,6 +197,25 @@ class Step:
 # --- the checklist ---------------------------------------------------------------
 
 
+def release_to_render(machine: Machine, cluster: Cluster | None,
+                      lcm: LCMMachine | None) -> str | None:
+    """The ClusterRelease ``machine``'s LCMMachine renders from (the release pin).
+
+    The Machine annotation ``lcm.racksmith.io/release`` if set (non-empty);
+    else, once the machine has been deployed (``status.release`` set) and
+    its LCMMachine exists, the LCMMachine's ``spec.release``; else the
+    Cluster's ``spec.release`` (None: no Cluster). Pure.
+    """
+    pinned = machine.metadata.annotations.get(n.RELEASE_ANNOTATION)
+    if pinned:
+        return pinned
+    deployed = machine.status is not None and machine.status.release is not None
+    if deployed and lcm is not None and lcm.spec.release:
+        return lcm.spec.release
+    return cluster.spec.release if cluster is not None else None
+
+
+
 def decide(o: Observed) -> Step:
     """The next step for ``o.machine`` (see the module docstring)."""
     if o.machine.metadata.deletion_timestamp is not None:
@@ -248,8 +274,8 @@ def _build(w: _Walk) -> Step:
             n.CLUSTER_FOUND, n.NOT_FOUND, f"cluster {ns}/{cluster_name} not found"),
             ready="Pending", phase=MachinePhase.PENDING)
     w.ok(ConditionSpec.true(n.CLUSTER_FOUND, n.FOUND, f"cluster {ns}/{cluster_name}"))
-    release_name = o.cluster.spec.release
-    if o.release is None:
+    release_name = release_to_render(m, o.cluster, o.lcm) or o.cluster.spec.release
+    if o.release is None or o.release.metadata.name != release_name:
         raise w.stop(Wait(RETRY_MISSING), ConditionSpec.false(
             n.RELEASE_FOUND, n.NOT_FOUND, f"ClusterRelease {release_name} not found"),
             ready="Pending", phase=MachinePhase.PENDING)

@@ -233,6 +233,42 @@ async def test_emulated_kubectl_uncordon_goes_through_the_api(emulated: ExecCont
     assert nodes.unschedulable is True
 
 
+async def test_emulated_kubectl_honours_creates(emulated: ExecContext, tmp_path: Path) -> None:
+    """Uncordon once per host life: a node cordoned later (maintenance) stays cordoned."""
+    nodes = FakeNodes(unschedulable=True)
+    emulated.nodes = nodes
+    guard = "/var/lib/racksmith/uncordoned"
+    it = item("command", "uncordon", "uncordon", command=["kubectl", "uncordon", "$(NODE_NAME)"],
+              creates=guard)
+    assert [a.text for a in await executors.check(it, emulated)] == [
+        f"patch Node {NODE} spec.unschedulable=false (kubectl uncordon)", f"create {guard}"]
+    assert await executors.apply(it, emulated) is True
+    assert nodes.patches == [False]
+    assert (tmp_path / guard.lstrip("/")).exists()
+    nodes.unschedulable = True  # LCM cordons the node for maintenance
+    assert await executors.apply(it, emulated) is False
+    assert nodes.patches == [False] and nodes.unschedulable is True
+
+
+async def test_emulated_kubectl_creates_on_an_uncordoned_node(emulated: ExecContext,
+                                                             tmp_path: Path) -> None:
+    nodes = FakeNodes(unschedulable=False)
+    emulated.nodes = nodes
+    it = item("command", command="kubectl uncordon $(NODE_NAME)", creates="/run/done")
+    assert await executors.apply(it, emulated) is True  # only the guard file
+    assert nodes.patches == [] and (tmp_path / "run/done").exists()
+    assert await executors.apply(it, emulated) is False
+
+
+async def test_emulated_kubectl_failure_does_not_create(emulated: ExecContext,
+                                                        tmp_path: Path) -> None:
+    emulated.nodes = FakeNodes(unschedulable=None)
+    it = item("command", command=["kubectl", "uncordon", NODE], creates="/run/done")
+    with pytest.raises(HostError, match="not registered"):
+        await executors.apply(it, emulated)
+    assert not (tmp_path / "run/done").exists()
+
+
 async def test_emulated_kubectl_without_node_fails(emulated: ExecContext) -> None:
     emulated.nodes = FakeNodes(unschedulable=None)
     with pytest.raises(HostError, match="not registered"):

@@ -146,7 +146,8 @@ async def test_loop_backs_off_reverifies_and_heartbeats(tmp_path: Path) -> None:
         count = len(api.patches)
         await clock.advance(25)  # idle: only a heartbeat
         idle = api.patches[count:]
-        assert idle and all(set(p) == {"heartbeat", "agentVersion"} for p in idle)
+        assert idle and all(set(p) == {"heartbeat", "agentVersion", "rebootRequired"}
+                               for p in idle)
         (tmp_path / "etc/good").unlink()
         await clock.advance(300)  # re-verification repairs the host
         assert (tmp_path / "etc/good").exists()

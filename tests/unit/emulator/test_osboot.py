@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +37,12 @@ from racksmith.emulator.images import SAMPLE_IMAGE, ImageServer
 from racksmith.emulator.inventory import EmulatedHost, generate_host, root_disk
 from racksmith.emulator.osboot import (
     AGENT_LOG,
+    BOOT_ID_FILE,
     CLOUD_INIT_LOG,
     DEFAULT_COMMAND,
     HARDWARE_FILE,
     PID_FILE,
+    REBOOT_REQUIRED_FILE,
     BootOutcome,
     OSBoot,
     PathEscape,
@@ -57,7 +60,11 @@ args = sys.argv[1:]
 root = Path(args[args.index("--root") + 1])
 if "--stubborn" in args:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-(root / "fake-agent.json").write_text(json.dumps({"argv": args, "pid": os.getpid()}))
+boot_id = root / "proc/sys/kernel/random/boot_id"
+(root / "fake-agent.json").write_text(json.dumps({
+    "argv": args, "pid": os.getpid(),
+    "bootId": boot_id.read_text().strip() if boot_id.exists() else None,
+    "rebootRequired": (root / "var/run/reboot-required").exists()}))
 print("fake agent up", flush=True)
 while True:
     time.sleep(0.05)
@@ -326,6 +333,46 @@ async def test_reboot_keeps_the_root_and_restarts_the_agent(
     started.extend(third.pids)
     assert (rig.root / "etc/racksmith/agent.yaml").read_text() == "lcmMachine: m1\n"
     assert not (rig.root / "var/lib/state").exists()
+
+
+async def test_every_boot_has_a_new_boot_id_and_clears_reboot_required(
+    rig: Rig, started: list[int]
+) -> None:
+    rig.install()
+
+    async def boot_seen_by_agent() -> tuple[str, dict[str, Any]]:
+        report = await rig.boot()
+        started.extend(report.pids)
+        assert report.outcome is BootOutcome.BOOTED
+        for _ in range(200):
+            seen = rig.fake_agent()
+            if seen["pid"] == report.pids[0]:
+                break
+            time.sleep(0.02)
+        assert seen["pid"] == report.pids[0]
+        return (rig.root / BOOT_ID_FILE).read_text().strip(), seen
+
+    first, seen = await boot_seen_by_agent()
+    assert str(uuid.UUID(first)) == first and uuid.UUID(first).version == 4
+    assert seen["bootId"] == first and seen["rebootRequired"] is False
+    # The agent installs a kernel: it asks for a reboot.
+    flag = rig.root / REBOOT_REQUIRED_FILE
+    flag.parent.mkdir(parents=True, exist_ok=True)
+    flag.touch()
+    await rig.power_off()
+    assert flag.exists()  # nothing clears it while the host is off
+    second, seen = await boot_seen_by_agent()
+    assert second != first
+    # Already new and already cleared when the agent started.
+    assert seen["bootId"] == second and seen["rebootRequired"] is False
+    assert not flag.exists()
+    # An emulator restarted while the agent runs adopts it: the same boot.
+    again = OSBoot(rig.disks, command=rig.os.command, stop_timeout=2.0)
+    try:
+        assert (await rig.boot(again)).outcome is BootOutcome.ADOPTED
+        assert (rig.root / BOOT_ID_FILE).read_text().strip() == second
+    finally:
+        await again.stop_all()
 
 
 async def test_a_stubborn_agent_is_killed(rig: Rig, started: list[int]) -> None:

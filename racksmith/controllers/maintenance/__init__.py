@@ -1,0 +1,31 @@
+"""Node maintenance: the per-node flow's executor and the graceful reboot controller.
+
+Modules: ``flow`` (``NodeMaintenance``: advance/finish/sweep over the pure
+state table of ``racksmith.planners.maintenance``), ``drain`` (evictions
+with back-off, naming the PodDisruptionBudget that refuses), ``reboot``
+(the GracefulRebootRequest controller), ``kube`` (the only API access).
+The contracts are in ``docs/design/maintenance-contracts.md``.
+"""
+
+from racksmith.controllers.maintenance.flow import MAX_ACTIONS, NodeMaintenance, OwnersAlive
+from racksmith.controllers.maintenance.reboot import (
+    CONTROLLER_NAME,
+    GracefulRebootReconciler,
+    graceful_reboot_controller,
+    reboot_order,
+)
+from racksmith.planners.maintenance import NodeJob, NodeProgress, NodeState, RebootPolicy
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "MAX_ACTIONS",
+    "GracefulRebootReconciler",
+    "NodeJob",
+    "NodeMaintenance",
+    "NodeProgress",
+    "NodeState",
+    "OwnersAlive",
+    "RebootPolicy",
+    "graceful_reboot_controller",
+    "reboot_order",
+]

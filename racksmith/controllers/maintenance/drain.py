@@ -1,0 +1,121 @@
+"""Evicting a node's pods: which pods, when to try again, which budget said no.
+
+Owns ``Drainer``: the eviction back-off bookkeeping per pod (2 s doubling to
+30 s after each 429, forgotten once the pod is gone or evicted), the views
+of a node's evictable pods for the planner (with their last refusal and the
+instant of their next attempt), and naming the PodDisruptionBudget behind a
+refusal: from the 429's ``DisruptionBudget`` cause ("The disruption budget
+<name> needs ..."), else by matching the selectors of the PDBs in the pod's
+namespace against the pod's labels. The bookkeeping is in memory: a fresh
+``Drainer`` (a restarted controller) simply tries every pod again at once.
+Called by ``flow.NodeMaintenance``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from racksmith.controllers.maintenance.kube import EvictionRefused, MaintenanceKube
+from racksmith.planners.maintenance import PodView, Refusal, eviction_backoff, is_evictable
+
+_BUDGET_NAME = re.compile(r"disruption budget (\S+?)[,:]?\s")
+
+
+@dataclass
+class _Attempts:
+    node: str
+    count: int
+    retry_at: datetime
+    refusal: Refusal
+
+
+class Drainer:
+    """Evicts pods with back-off and remembers why they were refused."""
+
+    def __init__(self, kube: MaintenanceKube) -> None:
+        self.kube = kube
+        self._attempts: dict[tuple[str, str], _Attempts] = {}
+
+    def views(self, node: str, pods: Iterable[Mapping[str, Any]]) -> tuple[PodView, ...]:
+        """The evictable pods among ``pods`` (raw, all of ``node``), with their back-off
+        state; forgets the bookkeeping of the node's pods that are gone."""
+        out: list[PodView] = []
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            kinds = tuple(str(r.get("kind") or "") for r in meta.get("ownerReferences") or []
+                          if isinstance(r, Mapping))
+            if not is_evictable(kinds, meta.get("annotations") or {},
+                                bool(meta.get("deletionTimestamp"))):
+                continue
+            key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            seen = self._attempts.get(key)
+            out.append(PodView(key[0], key[1],
+                               refusal=seen.refusal if seen else None,
+                               retry_at=seen.retry_at if seen else None))
+        present = {(p.namespace, p.name) for p in out}
+        for key in [k for k, a in self._attempts.items() if a.node == node]:
+            if key not in present:
+                del self._attempts[key]
+        return tuple(sorted(out, key=lambda p: (p.namespace, p.name)))
+
+    async def evict(self, node: str, pods: Iterable[PodView], now: datetime) -> list[str]:
+        """Evict each pod once; returns a line per pod for the log."""
+        done: list[str] = []
+        for pod in pods:
+            key = (pod.namespace, pod.name)
+            refused = await self.kube.evict(pod.namespace, pod.name)
+            if refused is None:
+                self._attempts.pop(key, None)
+                done.append(f"evicted {pod.namespace}/{pod.name}")
+                continue
+            refusal = await self.name_budget(pod.namespace, pod.name, refused)
+            count = (self._attempts[key].count if key in self._attempts else 0) + 1
+            retry_at = now + timedelta(seconds=eviction_backoff(count))
+            self._attempts[key] = _Attempts(node, count, retry_at, refusal)
+            done.append(f"eviction of {pod.namespace}/{pod.name} refused: {refusal.reason}")
+        return done
+
+    async def name_budget(self, namespace: str, pod: str, refused: EvictionRefused) -> Refusal:
+        """The refusal with the PodDisruptionBudget named when it can be found."""
+        budget_causes = [m for r, m in refused.causes if r == "DisruptionBudget" and m]
+        reason = budget_causes[0] if budget_causes else (
+            next((m for _, m in refused.causes if m), None) or refused.message)
+        for text in (*budget_causes, refused.message):
+            found = _BUDGET_NAME.search(text + " ")
+            if found:
+                return Refusal(reason, found.group(1))
+        raw = await self.kube.get_pod(namespace, pod)
+        labels = ((raw or {}).get("metadata") or {}).get("labels") or {}
+        for pdb in await self.kube.list_pdbs(namespace):
+            selector = (pdb.get("spec") or {}).get("selector")
+            if selector and selector_matches(selector, labels):
+                return Refusal(reason, str((pdb.get("metadata") or {}).get("name")))
+        return Refusal(reason)
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A (non-empty) label selector matches ``labels``; an empty one matches nothing,
+    as for PodDisruptionBudgets."""
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not match_labels and not expressions:
+        return False
+    if any(labels.get(k) != v for k, v in match_labels.items()):
+        return False
+    for expr in expressions:
+        key, op = expr.get("key"), expr.get("operator")
+        values = expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True

@@ -1,0 +1,399 @@
+"""The node maintenance flow's executor: observe → decide → act, and hygiene.
+
+Owns ``NodeMaintenance``: ``advance(job)`` reads the world of one node (the
+Node, its NodeMaintenanceRequest, NodeWorkloadLocks and pods, the Machine,
+LCMMachine and BareMetalHost), asks ``planners.maintenance.decide`` for the
+next action, performs it, and decides again from a fresh read, until the
+planner waits (at most ``MAX_ACTIONS`` writes per call); ``finish(job)``
+deletes the request; ``sweep`` cleans up after crashes and deleted owners.
+Called by the LCM update controller and the graceful reboot controller
+(``reboot``). Every method may be called any number of times: the flow's
+memory is on the objects (see ``docs/design/maintenance-contracts.md``), so
+a fresh instance resumes a flow started by another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import structlog
+
+from racksmith.controllers.maintenance.drain import Drainer
+from racksmith.controllers.maintenance.kube import (
+    HOSTS,
+    LCMMACHINES,
+    MACHINES,
+    NMRS,
+    NODE_LOCKS,
+    PLANS,
+    REBOOTS,
+    Conflict,
+    MaintenanceKube,
+)
+from racksmith.kinds.maintenance import NodeMaintenanceRequest
+from racksmith.planners.maintenance import (
+    BMH_REBOOT_ANNOTATION,
+    CLUSTER_LABEL,
+    CORDONED_BY,
+    DRAIN_STARTED,
+    MACHINE_LABEL,
+    NAMESPACE_ANNOTATION,
+    OWNER_LABEL,
+    PLAN_OWNER_PREFIX,
+    REBOOT_BOOT_ID,
+    REBOOT_OWNER_PREFIX,
+    REBOOT_REQUESTED,
+    RELEASE_ANNOTATION,
+    WAS_UNSCHEDULABLE,
+    Action,
+    Cordon,
+    CreateRequest,
+    Evict,
+    LcmView,
+    LockView,
+    NodeJob,
+    NodeObserved,
+    NodeProgress,
+    NodeView,
+    RecordReboot,
+    RequestReboot,
+    RequestView,
+    SetRelease,
+    StartDrain,
+    Uncordon,
+    decide,
+    parse_owner,
+    rfc3339,
+)
+from racksmith.runtime.clock import Clock, SystemClock
+
+MAX_ACTIONS = 10
+
+OwnersAlive = Callable[[str], bool] | set[str] | frozenset[str]
+
+
+class NodeMaintenance:
+    """Runs the node maintenance flow (see the module docstring)."""
+
+    def __init__(self, api_client: Any, *, clock: Clock | None = None,
+                 logger: Any = None) -> None:
+        self.kube = MaintenanceKube(api_client)
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.drainer = Drainer(self.kube)
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.controllers.maintenance")
+
+    # --- the flow -------------------------------------------------------------------
+
+    async def advance(self, job: NodeJob) -> NodeProgress:
+        """Walk the flow of ``job`` as far as it goes without waiting.
+
+        Returns where it stopped; ``ReadyToFinish`` asks the caller to record
+        the machine as done and call ``finish``. May be called any number of
+        times. Raises ``ApiException`` on API errors (the caller retries).
+        """
+        log = self.log.bind(kind="NodeMaintenanceRequest", name=job.node, owner=job.owner)
+        progress: NodeProgress | None = None
+        for _ in range(MAX_ACTIONS):
+            observed = await self.observe(job)
+            decision = decide(observed)
+            if decision.waits:
+                self._log_state(log, progress, decision.progress)
+                return decision.progress
+            if progress is None or progress.state != decision.progress.state:
+                log.info("node maintenance", state=str(decision.progress.state),
+                         message=decision.progress.message)
+            progress = decision.progress
+            try:
+                await self._act(job, observed, decision.action, log)
+            except Conflict:
+                log.debug("conflicting write, deciding again")
+        assert progress is not None
+        return replace(progress, requeue=0.0)
+
+    async def finish(self, job: NodeJob) -> None:
+        """Delete the job's NodeMaintenanceRequest (only if it is the job owner's).
+
+        Idempotent: a request already gone is fine.
+        """
+        raw = await self.kube.get(NMRS, None, job.node)
+        if raw is None or _labels(raw).get(OWNER_LABEL) != job.owner:
+            return
+        await self.kube.delete(NMRS, None, job.node)
+        self.log.info("node maintenance finished", name=job.node, owner=job.owner)
+
+    async def release(self, owner: str) -> list[str]:
+        """End every maintenance of ``owner`` at once (the owner is gone): uncordon the
+        nodes it cordoned and delete its requests. Idempotent."""
+        done: list[str] = []
+        for raw in await self.kube.list_objects(NMRS, label_selector=f"{OWNER_LABEL}={owner}"):
+            done.extend(await self._release_request(raw))
+        return done
+
+    # --- observing --------------------------------------------------------------------
+
+    async def observe(self, job: NodeJob) -> NodeObserved:
+        """One snapshot of everything ``decide`` looks at."""
+        now = self.clock.wall()
+        raw_node = await self.kube.get_node(job.node)
+        node = node_view(raw_node) if raw_node is not None else None
+        raw_req = await self.kube.get(NMRS, None, job.node)
+        request = None
+        if raw_req is not None:
+            request = RequestView(_labels(raw_req).get(OWNER_LABEL), _annotations(raw_req))
+        locks = tuple(lock_view(raw) for raw in await self._locks(job.node))
+        pods = self.drainer.views(job.node, await self.kube.node_pods(job.node)) \
+            if raw_node is not None else ()
+        raw_machine = await self.kube.get(MACHINES, job.namespace, job.machine)
+        machine_release = _annotations(raw_machine).get(RELEASE_ANNOTATION) \
+            if raw_machine else None
+        host = (((raw_machine or {}).get("status") or {}).get("hostRef") or {}).get("name")
+        raw_lcm = await self.kube.get(LCMMACHINES, job.namespace, job.machine)
+        bmh: str | None = None
+        pending = False
+        if host:
+            raw_bmh = await self.kube.get(HOSTS, job.namespace, str(host))
+            if raw_bmh is not None:
+                bmh = str(host)
+                pending = BMH_REBOOT_ANNOTATION in _annotations(raw_bmh)
+        return NodeObserved(
+            job=job, now=now, node=node, request=request, locks=locks, pods=pods,
+            machine_release=machine_release,
+            lcm=lcm_view(raw_lcm) if raw_lcm is not None else None,
+            bmh=bmh, bmh_reboot_pending=pending)
+
+    async def _locks(self, node: str) -> list[dict[str, Any]]:
+        items = await self.kube.list_objects(NODE_LOCKS, field_selector=f"spec.nodeName={node}")
+        return [i for i in items if (i.get("spec") or {}).get("nodeName") == node]
+
+    # --- acting -------------------------------------------------------------------------
+
+    async def _act(self, job: NodeJob, observed: NodeObserved, action: Action,
+                   log: Any) -> None:
+        now = observed.now
+        match action:
+            case CreateRequest(was_unschedulable=was):
+                await self.kube.create_cluster_object(NMRS, request_body(job, was))
+                log.info("maintenance requested", was_unschedulable=was)
+            case Cordon(mark=mark):
+                meta: dict[str, Any] = {"annotations": {CORDONED_BY: job.owner}} if mark else {}
+                await self.kube.patch_node(job.node, {"metadata": meta,
+                                                      "spec": {"unschedulable": True}})
+                log.info("node cordoned")
+            case StartDrain(at=at):
+                await self._annotate_request(job, {DRAIN_STARTED: rfc3339(at)})
+            case Evict(pods=pods):
+                for line in await self.drainer.evict(job.node, pods, now):
+                    log.info(line)
+            case SetRelease(release=release):
+                await self.kube.patch(MACHINES, job.namespace, job.machine,
+                                      {"metadata": {"annotations": {
+                                          RELEASE_ANNOTATION: release}}})
+                log.info("machine release set", release=release)
+            case RecordReboot(boot_id=boot_id):
+                await self._annotate_request(job, {REBOOT_BOOT_ID: boot_id,
+                                                   REBOOT_REQUESTED: None})
+                log.info("reboot recorded", boot_id=boot_id)
+            case RequestReboot(bmh=bmh, at=at):
+                # The request is written first: a crash in between is covered by the
+                # repeat after REBOOT_RETRY_SECONDS.
+                await self._annotate_request(job, {REBOOT_REQUESTED: rfc3339(at)})
+                await self.kube.patch(HOSTS, job.namespace, bmh, {"metadata": {
+                    "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}})
+                log.info("reboot requested", bmh=bmh)
+            case Uncordon(keep_cordoned=keep):
+                body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
+                if not keep:
+                    body["spec"] = {"unschedulable": False}
+                await self.kube.patch_node(job.node, body)
+                log.info("node uncordoned", kept_cordoned=keep)
+            case _:
+                raise AssertionError(f"unexpected action {action!r}")
+
+    async def _annotate_request(self, job: NodeJob, annotations: dict[str, str | None]
+                                ) -> None:
+        await self.kube.patch(NMRS, None, job.node, {"metadata": {"annotations": annotations}})
+
+    def _log_state(self, log: Any, before: NodeProgress | None, now: NodeProgress) -> None:
+        if before is None or before.state != now.state:
+            log.debug("node maintenance waits", state=str(now.state), message=now.message)
+
+    # --- hygiene --------------------------------------------------------------------------
+
+    async def sweep(self, owners_alive: OwnersAlive | None = None) -> list[str]:
+        """Clean up after crashes and deleted owners; returns what it did.
+
+        - requests whose node and machine are gone: deleted;
+        - NodeWorkloadLocks whose node is gone: deleted;
+        - requests whose owner is gone: the node uncordoned if it carries
+          cordoned-by that owner, then the request deleted;
+        - Nodes with a cordoned-by whose owner has no request on that node:
+          uncordoned and the annotation removed.
+
+        ``owners_alive`` tells whether an owner still exists (a predicate or a
+        set); it must answer for every owner (``plan.*`` and ``reboot.*``).
+        None: look the owner up (its ClusterUpdatePlan or GracefulRebootRequest
+        exists). Idempotent.
+        """
+        alive = self._alive_predicate(owners_alive)
+        done: list[str] = []
+        nodes = {str((n.get("metadata") or {}).get("name")): n
+                 for n in await self.kube.list_nodes()}
+        requests = await self.kube.list_objects(NMRS)
+        by_node: dict[str, str | None] = {}
+        released: set[str] = set()
+        for raw in requests:
+            meta = raw.get("metadata") or {}
+            name = str(meta.get("name"))
+            node = str((raw.get("spec") or {}).get("nodeName") or name)
+            owner = _labels(raw).get(OWNER_LABEL)
+            machine = _labels(raw).get(MACHINE_LABEL) or node
+            namespace = _annotations(raw).get(NAMESPACE_ANNOTATION)
+            if node not in nodes:
+                exists = namespace is not None and await self.kube.get(
+                    MACHINES, namespace, machine) is not None
+                if not exists:
+                    await self.kube.delete(NMRS, None, name)
+                    done.append(f"deleted NodeMaintenanceRequest {name}: node and machine gone")
+                    continue
+            if owner is not None and not await alive(owner):
+                done.extend(await self._release_request(raw, nodes.get(node)))
+                released.add(node)
+                continue
+            by_node[node] = owner
+        for raw in await self.kube.list_objects(NODE_LOCKS):
+            node = str((raw.get("spec") or {}).get("nodeName") or "")
+            if node and node not in nodes:
+                name = str((raw.get("metadata") or {}).get("name"))
+                await self.kube.delete(NODE_LOCKS, None, name)
+                done.append(f"deleted NodeWorkloadLock {name}: node {node} gone")
+        for name, raw_node in nodes.items():
+            owner = _annotations(raw_node).get(CORDONED_BY)
+            if owner is None or by_node.get(name) == owner or name in released:
+                continue
+            await self.kube.patch_node(name, {"metadata": {"annotations": {CORDONED_BY: None}},
+                                              "spec": {"unschedulable": False}})
+            done.append(f"uncordoned Node {name}: left cordoned by {owner} without a request")
+        for line in done:
+            self.log.info("maintenance sweep", action=line)
+        return done
+
+    def _alive_predicate(self, owners_alive: OwnersAlive | None) -> Callable[[str], Any]:
+        if owners_alive is None:
+            return self.owner_exists
+        if isinstance(owners_alive, set | frozenset):
+            known = owners_alive
+
+            async def in_set(owner: str) -> bool:
+                return owner in known
+            return in_set
+        predicate = owners_alive
+
+        async def call(owner: str) -> bool:
+            return bool(predicate(owner))
+        return call
+
+    async def owner_exists(self, owner: str) -> bool:
+        """The owner's ClusterUpdatePlan or GracefulRebootRequest exists (unknown kinds
+        of owner are kept alive)."""
+        parsed = parse_owner(owner)
+        if parsed is None:
+            return True
+        prefix, namespace, name = parsed
+        if prefix == PLAN_OWNER_PREFIX:
+            return await self.kube.get(PLANS, namespace, name) is not None
+        if prefix == REBOOT_OWNER_PREFIX:
+            return await self.kube.get(REBOOTS, namespace, name) is not None
+        return True
+
+    async def _release_request(self, raw: dict[str, Any],
+                               raw_node: dict[str, Any] | None = None) -> list[str]:
+        done: list[str] = []
+        name = str((raw.get("metadata") or {}).get("name"))
+        node = str((raw.get("spec") or {}).get("nodeName") or name)
+        owner = _labels(raw).get(OWNER_LABEL)
+        if raw_node is None:
+            raw_node = await self.kube.get_node(node)
+        if raw_node is not None and owner and _annotations(raw_node).get(CORDONED_BY) == owner:
+            body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
+            if _annotations(raw).get(WAS_UNSCHEDULABLE) != "true":
+                body["spec"] = {"unschedulable": False}
+            await self.kube.patch_node(node, body)
+            done.append(f"uncordoned Node {node}: owner {owner} gone")
+        with contextlib.suppress(Conflict):
+            await self.kube.delete(NMRS, None, name)
+        done.append(f"deleted NodeMaintenanceRequest {name}: owner {owner} gone")
+        return done
+
+
+# --- views of raw objects -------------------------------------------------------------------
+
+
+def _labels(raw: dict[str, Any] | None) -> dict[str, str]:
+    return dict(((raw or {}).get("metadata") or {}).get("labels") or {})
+
+
+def _annotations(raw: dict[str, Any] | None) -> dict[str, str]:
+    return dict(((raw or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def node_view(raw: dict[str, Any]) -> NodeView:
+    """The planner's view of a raw Node."""
+    status = raw.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or [] if isinstance(c, dict))
+    boot_id = (status.get("nodeInfo") or {}).get("bootID") or None
+    return NodeView(
+        name=str((raw.get("metadata") or {}).get("name")), labels=_labels(raw),
+        annotations=_annotations(raw),
+        unschedulable=bool((raw.get("spec") or {}).get("unschedulable")),
+        ready=ready, boot_id=str(boot_id) if boot_id else None)
+
+
+def lock_view(raw: dict[str, Any]) -> LockView:
+    """The planner's view of a raw NodeWorkloadLock."""
+    spec, status = raw.get("spec") or {}, raw.get("status") or {}
+    progress = status.get("inactivationProgress") or {}
+    return LockView(
+        name=str((raw.get("metadata") or {}).get("name")),
+        controller=str(spec.get("controllerName") or ""),
+        state=str(status.get("state") or "active"),
+        error_message=status.get("errorMessage"),
+        progress=progress.get("percentage"), description=progress.get("description"))
+
+
+def lcm_view(raw: dict[str, Any]) -> LcmView:
+    """The planner's view of a raw LCMMachine."""
+    spec, status = raw.get("spec") or {}, raw.get("status") or {}
+    error = next((f"{i.get('name')}: {i.get('error')}" for i in status.get("items") or []
+                  if isinstance(i, dict) and i.get("state") == "Failed"), None)
+    return LcmView(
+        spec_release=str(spec.get("release") or ""),
+        generation=(raw.get("metadata") or {}).get("generation"),
+        phase=status.get("phase"), observed_generation=status.get("observedGeneration"),
+        release=status.get("release"), reboot_required=bool(status.get("rebootRequired")),
+        error=error)
+
+
+def request_body(job: NodeJob, was_unschedulable: bool) -> dict[str, Any]:
+    """The NodeMaintenanceRequest of ``job``."""
+    annotations = {NAMESPACE_ANNOTATION: job.namespace}
+    if was_unschedulable:
+        annotations[WAS_UNSCHEDULABLE] = "true"
+    spec: dict[str, Any] = {"nodeName": job.node, "scope": str(job.scope.value)}
+    if job.release is not None:
+        spec["release"] = job.release
+    return {
+        "apiVersion": NodeMaintenanceRequest.info.api_version,
+        "kind": "NodeMaintenanceRequest",
+        "metadata": {"name": job.node, "labels": {
+            OWNER_LABEL: job.owner, CLUSTER_LABEL: job.cluster, MACHINE_LABEL: job.machine},
+            "annotations": annotations},
+        "spec": spec,
+    }
+
+
+__all__ = ["MAX_ACTIONS", "NodeMaintenance", "OwnersAlive", "request_body"]

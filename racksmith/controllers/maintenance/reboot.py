@@ -1,0 +1,328 @@
+"""The GracefulRebootRequest controller: reboot a cluster's machines one by one.
+
+Owns ``GracefulRebootReconciler`` and ``graceful_reboot_controller``. Key:
+the GracefulRebootRequest ``ns/name`` (name = the cluster). Machines =
+``spec.machines`` or every Machine of the cluster, in upgrade order
+(control plane first, then ``upgradeIndex`` (none last), then name),
+strictly one at a time, each through the node flow (``flow.NodeMaintenance``)
+with ``release=None, reboot=always, scope=os`` and owner
+``reboot.<ns>.<name>``. The machine in progress is the one whose
+NodeMaintenanceRequest the owner holds, else the first not recorded Done. At
+``ReadyToFinish`` the machine is recorded Done in ``status.machines`` first,
+then the request is deleted: a machine recorded Done is never rebooted
+again. ``status.phase`` InProgress → Completed (Failed when a listed
+machine does not exist); conditions ``Blocked`` and ``LockFailed``. Status
+goes through the status subresource. A deleted request releases its node
+(uncordon if it cordoned it, delete its NodeMaintenanceRequest).
+
+Watches GracefulRebootRequests, NodeMaintenanceRequests (by owner label),
+Nodes, LCMMachines and NodeWorkloadLocks (mapped to the request whose
+machine they concern), and requeues every 5 s while in progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from racksmith.controllers.maintenance.flow import NodeMaintenance
+from racksmith.controllers.maintenance.kube import (
+    CLUSTERS,
+    LCMMACHINES,
+    MACHINES,
+    NMRS,
+    NODE_LOCKS,
+    NODES,
+    REBOOTS,
+    Conflict,
+    MaintenanceKube,
+)
+from racksmith.kinds.cluster import Cluster, Machine, Role
+from racksmith.kinds.common import Condition, ConditionStatus
+from racksmith.kinds.lcm import (
+    GracefulRebootRequest,
+    GracefulRebootRequestStatus,
+    MachineProgress,
+    PlanPhase,
+    StepPhase,
+)
+from racksmith.kinds.maintenance import MaintenanceScope
+from racksmith.planners.maintenance import (
+    MACHINE_LABEL,
+    OWNER_LABEL,
+    REBOOT_OWNER_PREFIX,
+    NodeJob,
+    NodeProgress,
+    NodeState,
+    RebootPolicy,
+    parse_owner,
+    reboot_owner,
+)
+from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.result import Done, RequeueAfter, Result
+from racksmith.runtime.source import KubeSource
+
+CONTROLLER_NAME = "graceful-reboot"
+POLL_SECONDS = 5.0
+DONE = "Done"
+NOT_FOUND = "NotFound"
+BLOCKED = "Blocked"
+LOCK_FAILED = "LockFailed"
+DEFAULT_DRAIN_TIMEOUT = 600.0
+
+
+def reboot_order(machines: Sequence[Machine], wanted: Sequence[str]) -> list[str]:
+    """Machine names in upgrade order: control plane first, then ``upgradeIndex``
+    (none last), then name; only ``wanted`` ones when it is not empty (names
+    that match no machine are left out)."""
+    names = set(wanted)
+
+    def rank(m: Machine) -> tuple[bool, bool, int, str]:
+        cp = bool({Role.MASTER, Role.ETCD} & set(m.spec.roles))
+        index = m.spec.upgrade_index
+        return (not cp, index is None, index or 0, m.metadata.name or "")
+
+    chosen = [m for m in machines if not names or (m.metadata.name or "") in names]
+    return [m.metadata.name or "" for m in sorted(chosen, key=rank)]
+
+
+class RebootIndex:
+    """Which machine each request works on, to map events of that machine's objects."""
+
+    def __init__(self) -> None:
+        self._current: dict[ObjectKey, str] = {}
+
+    def record(self, key: ObjectKey, machine: str | None) -> None:
+        if machine is None:
+            self._current.pop(key, None)
+        else:
+            self._current[key] = machine
+
+    def forget(self, key: ObjectKey) -> None:
+        self._current.pop(key, None)
+
+    def machine_keys(self, machine: str, namespace: str | None = None) -> list[ObjectKey]:
+        return sorted(k for k, m in self._current.items()
+                      if m == machine and (namespace is None or k.namespace == namespace))
+
+    def node_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        return self.machine_keys(key_of(obj).name)
+
+    def lcm_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        key = key_of(obj)
+        return self.machine_keys(key.name, key.namespace)
+
+    def lock_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        node = (obj.get("spec") or {}).get("nodeName")
+        return self.machine_keys(str(node)) if node else []
+
+
+def request_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+    """Mapper for NodeMaintenanceRequests: the GracefulRebootRequest that owns it."""
+    owner = ((obj.get("metadata") or {}).get("labels") or {}).get(OWNER_LABEL)
+    parsed = parse_owner(str(owner)) if owner else None
+    if parsed is None or parsed[0] != REBOOT_OWNER_PREFIX:
+        return []
+    return [ObjectKey(parsed[1], parsed[2])]
+
+
+class GracefulRebootReconciler:
+    """Reconciles one GracefulRebootRequest per call (see the module docstring)."""
+
+    def __init__(self, api_client: Any, *, clock: Clock | None = None,
+                 logger: Any = None) -> None:
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.controllers.maintenance.reboot")
+        self.kube = MaintenanceKube(api_client)
+        self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log)
+        self.index = RebootIndex()
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        owner = reboot_owner(key.namespace, key.name)
+        log = self.log.bind(kind="GracefulRebootRequest", namespace=key.namespace,
+                            name=key.name)
+        raw = await self.kube.get(REBOOTS, key.namespace, key.name)
+        if raw is None:
+            self.index.forget(key)
+            for line in await self.flow.release(owner):
+                log.info("request gone", action=line)
+            return Done()
+        request = GracefulRebootRequest.model_validate(raw)
+        machines = await self._machines(key)
+        order = reboot_order(machines, request.spec.machines)
+        missing = sorted(set(request.spec.machines) - set(order))
+        status = request.status or GracefulRebootRequestStatus()
+        known = {p.name: p for p in status.machines}
+        done = {n for n, p in known.items() if p.state == DONE}
+        current = await self._current(owner)
+        if current is not None and current not in order:
+            current = None  # removed from the request meanwhile: let it go
+            for line in await self.flow.release(owner):
+                log.info("machine no longer requested", action=line)
+        if current is None:
+            current = next((m for m in order if m not in done), None)
+        now = self.clock.wall()
+        self.index.record(key, current)
+        if current is None:
+            await self._write(raw, status, order, missing, known, None, None, now)
+            return Done()
+        job = NodeJob(namespace=key.namespace, machine=current, owner=owner,
+                      cluster=key.name, scope=MaintenanceScope.OS, release=None,
+                      reboot=RebootPolicy.ALWAYS,
+                      drain_timeout=await self._drain_timeout(key))
+        if current in done:  # recorded Done, request not deleted yet (a crash in between)
+            await self.flow.finish(job)
+            return RequeueAfter(0.0)
+        progress = await self.flow.advance(job)
+        try:
+            written = await self._write(raw, status, order, missing, known, current,
+                                        progress, now)
+        except Conflict:
+            return RequeueAfter(0.0)
+        if progress.state == NodeState.READY_TO_FINISH:
+            if written:
+                await self.flow.finish(job)
+                log.info("machine rebooted", machine=current)
+            return RequeueAfter(0.0)
+        return RequeueAfter(min(POLL_SECONDS, progress.requeue))
+
+    async def _machines(self, key: ObjectKey) -> list[Machine]:
+        out: list[Machine] = []
+        for item in await self.kube.list_objects(MACHINES, key.namespace):
+            try:
+                machine = Machine.model_validate(item)
+            except ValidationError:
+                continue
+            if machine.spec.cluster_name == key.name:
+                out.append(machine)
+        return out
+
+    async def _current(self, owner: str) -> str | None:
+        for raw in await self.kube.list_objects(NMRS, label_selector=f"{OWNER_LABEL}={owner}"):
+            labels = (raw.get("metadata") or {}).get("labels") or {}
+            if labels.get(OWNER_LABEL) != owner:
+                continue
+            name = labels.get(MACHINE_LABEL) or (raw.get("metadata") or {}).get("name")
+            return str(name)
+        return None
+
+    async def _drain_timeout(self, key: ObjectKey) -> float:
+        raw = await self.kube.get(CLUSTERS, key.namespace, key.name)
+        if raw is None:
+            return DEFAULT_DRAIN_TIMEOUT
+        try:
+            cluster = Cluster.model_validate(raw)
+        except ValidationError:
+            return DEFAULT_DRAIN_TIMEOUT
+        update = getattr(cluster.spec, "update", None)
+        seconds = getattr(update, "drain_timeout_seconds", None)
+        return float(seconds) if seconds else DEFAULT_DRAIN_TIMEOUT
+
+    async def _write(self, raw: dict[str, Any], status: GracefulRebootRequestStatus,
+                     order: list[str], missing: list[str], known: dict[str, MachineProgress],
+                     current: str | None, progress: NodeProgress | None,
+                     now: datetime) -> bool:
+        """Write the status when it changed; False if the request is gone."""
+        new = build_status(status, order, missing, known, current, progress, now)
+        if _comparable(new) == _comparable(status):
+            return True
+        body = dict(raw)
+        body["status"] = new.model_dump(mode="json", exclude_none=True)
+        return await self.kube.replace_status(REBOOTS, body)
+
+
+def build_status(status: GracefulRebootRequestStatus, order: list[str], missing: list[str],
+                 known: dict[str, MachineProgress], current: str | None,
+                 progress: NodeProgress | None, now: datetime) -> GracefulRebootRequestStatus:
+    """The request's status with ``current`` at ``progress`` (pure)."""
+    machines: list[MachineProgress] = []
+    for name in order:
+        old = known.get(name)
+        if name == current and progress is not None:
+            finished = progress.state == NodeState.READY_TO_FINISH
+            stuck = progress.state in (NodeState.BLOCKED, NodeState.LOCK_FAILED)
+            machines.append(MachineProgress(
+                name=name,
+                phase=(StepPhase.COMPLETED if finished else
+                       StepPhase.STUCK if stuck else StepPhase.IN_PROGRESS),
+                state=DONE if finished else str(progress.state),
+                message=progress.message, progress=progress.progress,
+                started_at=(old.started_at if old and old.started_at else now),
+                finished_at=now if finished else None))
+        elif old is not None:
+            machines.append(old)
+        else:
+            machines.append(MachineProgress(name=name, phase=StepPhase.NOT_STARTED,
+                                            progress=0))
+    for name in missing:
+        machines.append(MachineProgress(name=name, phase=StepPhase.NOT_STARTED,
+                                        state=NOT_FOUND, message=f"Machine {name} not found"))
+    all_done = all(m.state == DONE for m in machines if m.name in order)
+    if all_done and not missing:
+        phase = PlanPhase.COMPLETED
+    elif all_done:
+        phase = PlanPhase.FAILED
+    else:
+        phase = PlanPhase.IN_PROGRESS
+    state = progress.state if progress is not None else None
+    message = progress.message if progress is not None else None
+    conditions = list(status.conditions)
+    conditions = _set_condition(conditions, BLOCKED, state == NodeState.BLOCKED,
+                                message if state == NodeState.BLOCKED else None, now)
+    conditions = _set_condition(conditions, LOCK_FAILED, state == NodeState.LOCK_FAILED,
+                                message if state == NodeState.LOCK_FAILED else None, now)
+    return GracefulRebootRequestStatus(phase=phase, machines=machines, conditions=conditions)
+
+
+def _set_condition(conditions: list[Condition], type_: str, holds: bool,
+                   message: str | None, now: datetime) -> list[Condition]:
+    status = ConditionStatus.TRUE if holds else ConditionStatus.FALSE
+    reason = type_ if holds else f"Not{type_}"
+    out: list[Condition] = []
+    found = False
+    for cond in conditions:
+        if cond.type != type_:
+            out.append(cond)
+            continue
+        found = True
+        since = cond.last_transition_time if cond.status == status else now
+        out.append(Condition(type=type_, status=status, reason=reason, message=message,
+                             last_transition_time=since or now))
+    if not found:
+        out.append(Condition(type=type_, status=status, reason=reason, message=message,
+                             last_transition_time=now))
+    return out
+
+
+def _comparable(status: GracefulRebootRequestStatus) -> Any:
+    """The status without timestamps that move on every write."""
+    data = status.model_dump(mode="json", exclude_none=True)
+    for cond in data.get("conditions") or []:
+        cond.pop("lastTransitionTime", None)
+    for machine in data.get("machines") or []:
+        machine.pop("startedAt", None)
+        machine.pop("finishedAt", None)
+    return data
+
+
+def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
+                               clock: Clock | None = None, logger: Any = None) -> Controller:
+    """The runtime Controller for GracefulRebootRequests (see the module docstring)."""
+    clock = clock if clock is not None else SystemClock()
+    reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger)
+    index = reconciler.index
+    sources = [
+        KubeSource(api_client, REBOOTS, clock=clock),
+        KubeSource(api_client, NMRS, clock=clock, mapper=request_keys),
+        KubeSource(api_client, NODES, clock=clock, mapper=index.node_keys),
+        KubeSource(api_client, LCMMACHINES, clock=clock, mapper=index.lcm_keys),
+        KubeSource(api_client, NODE_LOCKS, clock=clock, mapper=index.lock_keys),
+    ]
+    return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

@@ -1,0 +1,23 @@
+"""The LCM update controller: UpdateGroups, ClusterUpdatePlans, AutoPause.
+
+Modules: ``plan`` (the pure decisions: plan contents, what starts, the
+status), ``controller`` (reconciler and runtime wiring), ``kube`` (the only
+API access), ``alerts`` (alert sources for UpdateAutoPause), ``flow`` (the
+seam to the per-node maintenance flow), ``names``. The contract is in
+``docs/design/maintenance-contracts.md`` ("The LCM update controller").
+"""
+
+from racksmith.controllers.update.alerts import AlertmanagerSource, AlertSource, NoAlerts
+from racksmith.controllers.update.controller import UpdateReconciler, update_controller
+from racksmith.controllers.update.flow import NodeFlow
+from racksmith.controllers.update.names import CONTROLLER_NAME
+
+__all__ = [
+    "CONTROLLER_NAME",
+    "AlertSource",
+    "AlertmanagerSource",
+    "NoAlerts",
+    "NodeFlow",
+    "UpdateReconciler",
+    "update_controller",
+]

@@ -1,0 +1,534 @@
+"""The LCM update controller: rolls a new ClusterRelease through a cluster.
+
+Owns ``UpdateReconciler`` (key: Cluster ns/name) and ``update_controller``.
+Per reconcile it re-reads the world and: ensures the cluster's default
+UpdateGroups; creates the ClusterUpdatePlan when every machine is deployed
+and one runs another release than ``Cluster.spec.release`` (replacing a
+not-started plan whose target is stale); drives the active plan — the
+ClusterMaintenanceRequest and the ClusterWorkloadLocks, UpdateAutoPause,
+which machines start (``plan.to_start``), advancing each machine's node
+flow (``NodeFlow``) — and writes the plan's status; at most every 30 s it
+runs the flow's ``sweep``. The decisions are ``plan``'s; the API calls are
+``kube``'s. Contract: ``docs/design/maintenance-contracts.md``, "The LCM
+update controller".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from racksmith.controllers.update import plan as decide
+from racksmith.controllers.update.alerts import AlertSource, NoAlerts
+from racksmith.controllers.update.flow import NodeFlow, NodeJob, NodeProgress, RebootPolicy
+from racksmith.controllers.update.kube import Conflict, Kube
+from racksmith.controllers.update.names import (
+    AUTOPAUSES,
+    BLOCKED,
+    CLUSTER_LABEL,
+    CLUSTER_LOCKS,
+    CLUSTERS,
+    CMR_API_VERSION,
+    CMRS,
+    CONTROLLER_NAME,
+    GROUP_API_VERSION,
+    GROUPS,
+    LCMMACHINES,
+    MACHINES,
+    NAMESPACE_ANNOTATION,
+    NMRS,
+    NODE_LOCKS,
+    NODES,
+    OWNER_LABEL,
+    PLAN_API_VERSION,
+    PLANS,
+    READY_TO_FINISH,
+    REBOOTS,
+    RELEASE_ANNOTATION,
+    UPDATE_GROUP_LABEL,
+    cmr_name,
+    plan_name,
+    plan_owner,
+    reboot_owner,
+)
+from racksmith.controllers.update.plan import MachineView
+from racksmith.kinds.cluster import Cluster, DrainTimeoutAction, Machine, Role
+from racksmith.kinds.lcm import (
+    ClusterUpdatePlan,
+    ClusterUpdatePlanSpec,
+    LCMMachine,
+    PlanPhase,
+    UpdateGroup,
+    UpdateGroupSpec,
+)
+from racksmith.kinds.maintenance import LockState, MaintenanceScope
+from racksmith.planners.update import GroupPolicy, Schedule, plan_update
+from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.result import Done, RequeueAfter, Result
+from racksmith.runtime.source import KubeSource
+
+ACTIVE_REQUEUE = 5.0
+"""Seconds between reconciles of a cluster with an active plan."""
+SWEEP_PERIOD = 30.0
+"""Seconds between two runs of the node flow's hygiene sweep."""
+
+
+# --- event → cluster mapping -------------------------------------------------------
+
+
+class ClusterIndex:
+    """Known clusters and their machines, to map events to Cluster keys."""
+
+    def __init__(self) -> None:
+        self._machines: dict[ObjectKey, frozenset[str]] = {}
+
+    def record(self, key: ObjectKey, machines: frozenset[str]) -> None:
+        self._machines[key] = machines
+
+    def forget(self, key: ObjectKey) -> None:
+        self._machines.pop(key, None)
+
+    def everything(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """Every known cluster (for cluster-wide objects: ClusterWorkloadLocks)."""
+        return sorted(self._machines)
+
+    def of_namespace(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """The clusters of the object's namespace (UpdateGroups, UpdateAutoPauses)."""
+        ns = key_of(obj).namespace
+        return sorted(k for k in self._machines if k.namespace == ns)
+
+    def of_node(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """The clusters with a machine named like the node (Nodes, NodeWorkloadLocks, NMRs)."""
+        meta = obj.get("metadata") or {}
+        node = str((obj.get("spec") or {}).get("nodeName") or meta.get("name") or "")
+        keys = {k for k, names in self._machines.items() if node in names}
+        labels = meta.get("labels") or {}
+        ns = (meta.get("annotations") or {}).get(NAMESPACE_ANNOTATION)
+        if labels.get(CLUSTER_LABEL) and ns:
+            keys.add(ObjectKey(str(ns), str(labels[CLUSTER_LABEL])))
+        return sorted(keys)
+
+
+def spec_cluster_keys(field: str) -> Any:
+    """Mapper: the Cluster named by ``spec.<field>`` in the object's namespace."""
+
+    def mapper(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        name = (obj.get("spec") or {}).get(field)
+        return [ObjectKey(key_of(obj).namespace, str(name))] if name else []
+
+    return mapper
+
+
+# --- what one reconcile reads --------------------------------------------------------
+
+
+@dataclass
+class World:
+    """The objects one reconcile of a cluster reads."""
+
+    cluster: Cluster
+    machines: list[MachineView]
+    groups: list[GroupPolicy]
+    plans: list[tuple[dict[str, Any], ClusterUpdatePlan]]
+    nmr_owners: dict[str, str]
+
+
+def _parse(model: Any, raw: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+class UpdateReconciler:
+    """Reconciles one Cluster's update per call (see the module docstring)."""
+
+    def __init__(self, api_client: Any, flow: NodeFlow, *, alerts: AlertSource | None = None,
+                 clock: Clock | None = None, logger: Any = None) -> None:
+        self.kube = Kube(api_client)
+        self.flow = flow
+        self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.index = ClusterIndex()
+        self._last_sweep: float | None = None
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.controllers.update")
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        await self._maybe_sweep()
+        raw = await self.kube.get(CLUSTERS, key.namespace, key.name)
+        if raw is None:
+            self.index.forget(key)
+            return Done()
+        cluster = Cluster.model_validate(raw)
+        try:
+            return await self._reconcile(key, cluster)
+        except Conflict:
+            return RequeueAfter(0.0)
+
+    async def _reconcile(self, key: ObjectKey, cluster: Cluster) -> Result:
+        world = await self._observe(key, cluster)
+        self.index.record(key, frozenset(m.name for m in world.machines))
+        if await self._ensure_groups(key, cluster, world):
+            return RequeueAfter(0.0)
+        active = [(r, p) for r, p in world.plans if not decide.is_completed(p)]
+        await self._drop_orphan_cmr(key, {plan_owner(key.namespace, p.metadata.name or "")
+                                          for _, p in active})
+        target = cluster.spec.release
+        if active:
+            raw, plan = min(active, key=lambda rp: rp[0]["metadata"].get(
+                "creationTimestamp") or "")
+            owner = plan_owner(key.namespace, plan.metadata.name or "")
+            if plan.spec.target != target and not decide.has_started(
+                    plan, world.machines, owner):
+                self.log.info("replacing stale plan", kind="ClusterUpdatePlan",
+                              namespace=key.namespace, name=plan.metadata.name,
+                              target=plan.spec.target, wanted=target)
+                await self.kube.delete(CMRS, None, cmr_name(key.namespace, key.name))
+                await self.kube.delete(PLANS, key.namespace, plan.metadata.name or "")
+                return RequeueAfter(0.0)
+            return await self._drive(key, world, raw, plan)
+        if decide.wants_plan(target, world.machines):
+            await self._create_plan(key, world)
+            return RequeueAfter(0.0)
+        return Done()
+
+    # --- reading ------------------------------------------------------------------
+
+    async def _observe(self, key: ObjectKey, cluster: Cluster) -> World:
+        ns = key.namespace
+        raw_groups = await self.kube.list_objects(GROUPS, ns)
+        groups = [g for g in (_parse(UpdateGroup, r) for r in raw_groups) if g is not None]
+        policies = [GroupPolicy(g.metadata.name or "", g.spec.index, g.spec.concurrent_updates,
+                                g.spec.reboot_if_update_requires) for g in groups]
+        known = {p.name for p in policies}
+        lcms: dict[str, LCMMachine] = {}
+        for r in await self.kube.list_objects(LCMMACHINES, ns):
+            lcm = _parse(LCMMachine, r)
+            if lcm is not None:
+                lcms[lcm.metadata.name or ""] = lcm
+        nmr_owners: dict[str, str] = {}
+        for r in await self.kube.list_objects(NMRS):
+            node = str((r.get("spec") or {}).get("nodeName") or r["metadata"]["name"])
+            nmr_owners[node] = str((r["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
+        machines: list[MachineView] = []
+        for r in await self.kube.list_objects(MACHINES, ns):
+            m = _parse(Machine, r)
+            if m is None or m.spec.cluster_name != key.name or m.metadata.deletion_timestamp:
+                continue
+            name = m.metadata.name or ""
+            lcm = lcms.get(name)
+            release = ((lcm.status.release if lcm.status else None) if lcm is not None
+                       else (m.status.release if m.status else None))
+            labels = dict(m.metadata.labels or {})
+            roles = frozenset(m.spec.roles) | {Role.NODE}
+            machines.append(MachineView(
+                name=name,
+                group=decide.group_of(key.name, labels.get(UPDATE_GROUP_LABEL), roles, known),
+                roles=roles, upgrade_index=m.spec.upgrade_index, labels=labels,
+                release=release,
+                pinned=(m.metadata.annotations or {}).get(RELEASE_ANNOTATION),
+                nmr_owner=nmr_owners.get(name)))
+        plans: list[tuple[dict[str, Any], ClusterUpdatePlan]] = []
+        for r in await self.kube.list_objects(PLANS, ns):
+            p = _parse(ClusterUpdatePlan, r)
+            if p is not None and p.spec.cluster == key.name:
+                plans.append((r, p))
+        return World(cluster, machines, policies, plans, nmr_owners)
+
+    def _per_machine(self, world: World) -> tuple[float, str]:
+        found = decide.estimate_from(p for _, p in world.plans)
+        if found is not None:
+            return found[0], f"mean of plan {found[1]}"
+        return (float(world.cluster.spec.update.node_duration_seconds),
+                "spec.update.nodeDurationSeconds")
+
+    def _schedule(self, world: World, per_machine: float) -> Schedule | str:
+        policy = world.cluster.spec.update
+        out = plan_update(decide.update_inputs(world.machines, world.groups,
+                                               policy.max_unavailable, per_machine))
+        if isinstance(out, Schedule):
+            return out
+        return "; ".join(str(e) for e in out)
+
+    # --- writing ------------------------------------------------------------------
+
+    async def _ensure_groups(self, key: ObjectKey, cluster: Cluster, world: World) -> bool:
+        """Create the missing default UpdateGroups; True if one was created."""
+        have = {g.name for g in world.groups}
+        created = False
+        for g in decide.default_group_specs(key.name, cluster.spec.max_worker_upgrade_count):
+            if g.name in have:
+                continue
+            spec = UpdateGroupSpec(index=g.index, concurrent_updates=g.concurrent_updates)
+            body = {"apiVersion": GROUP_API_VERSION, "kind": "UpdateGroup",
+                    "metadata": {"name": g.name, "namespace": key.namespace,
+                                 "labels": {CLUSTER_LABEL: key.name}},
+                    "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}
+            if await self.kube.create(GROUPS, key.namespace, body):
+                created = True
+                self.log.info("update group created", kind="UpdateGroup",
+                              namespace=key.namespace, name=g.name)
+        return created
+
+    async def _create_plan(self, key: ObjectKey, world: World) -> None:
+        cluster = world.cluster
+        target = cluster.spec.release
+        per_machine, info = self._per_machine(world)
+        schedule = self._schedule(world, per_machine)
+        if isinstance(schedule, str):
+            self.log.warning("cannot plan the update", kind="Cluster", namespace=key.namespace,
+                             name=key.name, error=schedule)
+            return
+        name = plan_name(key.name, target)
+        if any(p.metadata.name == name for _, p in world.plans):
+            await self.kube.delete(PLANS, key.namespace, name)  # a completed namesake
+        spec = ClusterUpdatePlanSpec(
+            cluster=key.name,
+            source=decide.source_release(m.release for m in world.machines if m.release),
+            target=target,
+            steps=decide.build_steps(schedule, commence=cluster.spec.update.auto_commence,
+                                     per_machine=per_machine, estimate_info=info))
+        body = {"apiVersion": PLAN_API_VERSION, "kind": "ClusterUpdatePlan",
+                "metadata": {"name": name, "namespace": key.namespace,
+                             "labels": {CLUSTER_LABEL: key.name}},
+                "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}
+        if await self.kube.create(PLANS, key.namespace, body):
+            self.log.info("update plan created", kind="ClusterUpdatePlan",
+                          namespace=key.namespace, name=name, source=spec.source,
+                          target=target, steps=[s.id for s in spec.steps])
+
+    async def _drop_orphan_cmr(self, key: ObjectKey, owners: set[str]) -> None:
+        """Delete the cluster's CMR left by a plan that is no longer active."""
+        name = cmr_name(key.namespace, key.name)
+        cmr = await self.kube.get(CMRS, None, name)
+        if cmr is None:
+            return
+        owner = str((cmr["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
+        if owner.startswith("plan.") and owner not in owners:
+            await self.kube.delete(CMRS, None, name)
+            self.log.info("cluster maintenance ended", kind="ClusterMaintenanceRequest",
+                          name=name, owner=owner)
+
+    # --- driving an active plan -----------------------------------------------------
+
+    def _job(self, key: ObjectKey, world: World, owner: str, target: str,
+             machine: str) -> NodeJob:
+        view = next(m for m in world.machines if m.name == machine)
+        group = next((g for g in world.groups if g.name == view.group), None)
+        reboot = (RebootPolicy.IF_REQUIRED if group is None or group.reboot_if_update_requires
+                  else RebootPolicy.NEVER)
+        return NodeJob(namespace=key.namespace, machine=machine, owner=owner,
+                       cluster=key.name, scope=MaintenanceScope.OS, release=target,
+                       reboot=reboot,
+                       drain_timeout=float(world.cluster.spec.update.drain_timeout_seconds))
+
+    async def _firing(self, namespace: str) -> tuple[list[str], str | None]:
+        wanted: set[str] = set()
+        for r in await self.kube.list_objects(AUTOPAUSES, namespace):
+            wanted |= {str(a) for a in (r.get("spec") or {}).get("alerts") or []}
+        if not wanted:
+            return [], None
+        active = await self.alerts.firing()
+        return sorted(wanted & active), self.alerts.last_error
+
+    async def _cluster_locks(self) -> tuple[bool, str | None]:
+        """(every ClusterWorkloadLock inactive, the failed ones' message)."""
+        ready = True
+        failed: list[str] = []
+        for r in await self.kube.list_objects(CLUSTER_LOCKS):
+            status = r.get("status") or {}
+            state = status.get("state") or LockState.ACTIVE.value
+            if state != LockState.INACTIVE.value:
+                ready = False
+            if state == LockState.FAILED.value:
+                failed.append(f"ClusterWorkloadLock {r['metadata']['name']} "
+                              f"({(r.get('spec') or {}).get('controllerName')}) failed: "
+                              f"{status.get('errorMessage') or ''}")
+        return ready, "; ".join(failed) or None
+
+    async def _etcd_healthy(self, world: World) -> bool:
+        for m in world.machines:
+            if not m.is_etcd:
+                continue
+            if m.nmr_owner is not None or not await self.kube.node_ready(m.name):
+                return False
+        return True
+
+    async def _ensure_cmr(self, key: ObjectKey, owner: str, target: str) -> None:
+        name = cmr_name(key.namespace, key.name)
+        if await self.kube.get(CMRS, None, name) is not None:
+            return
+        await self.kube.create(CMRS, None, {
+            "apiVersion": CMR_API_VERSION, "kind": "ClusterMaintenanceRequest",
+            "metadata": {"name": name, "labels": {OWNER_LABEL: owner, CLUSTER_LABEL: key.name},
+                         "annotations": {NAMESPACE_ANNOTATION: key.namespace}},
+            "spec": {"scope": MaintenanceScope.OS.value, "release": target}})
+        self.log.info("cluster maintenance requested", kind="ClusterMaintenanceRequest",
+                      name=name, owner=owner, release=target)
+
+    async def _drive(self, key: ObjectKey, world: World, raw: dict[str, Any],
+                     plan: ClusterUpdatePlan) -> Result:
+        name = plan.metadata.name or ""
+        owner = plan_owner(key.namespace, name)
+        target = plan.spec.target
+        now = self.clock.wall().replace(microsecond=0)
+        per_machine, _ = self._per_machine(world)
+        schedule = self._schedule(world, per_machine)
+        if isinstance(schedule, str):
+            self.log.warning("cannot schedule the plan", kind="ClusterUpdatePlan",
+                             namespace=key.namespace, name=name, error=schedule)
+            return RequeueAfter(ACTIVE_REQUEUE)
+        done = {m.name for m in world.machines if decide.is_done(m, target, owner)}
+        busy = {m.name for m in world.machines if decide.is_in_progress(m, target, owner)}
+
+        firing, alert_error = await self._firing(key.namespace)
+        if firing:
+            steps = decide.autopause(plan.spec.steps,
+                                     decide.started_steps(schedule, busy, plan))
+            if steps is not None:
+                raw = dict(raw)
+                raw["spec"] = {**raw["spec"], "steps": [
+                    s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in steps]}
+                written = await self.kube.replace(PLANS, raw)
+                if written is None:
+                    return Done()
+                raw, plan = written, ClusterUpdatePlan.model_validate(written)
+                self.log.info("plan auto-paused", kind="ClusterUpdatePlan",
+                              namespace=key.namespace, name=name, alerts=firing)
+        commenced = {s.id for s in plan.spec.steps if s.commence}
+
+        advanced: dict[str, NodeProgress] = {}
+        for machine in sorted(busy):
+            advanced[machine] = await self.flow.advance(
+                self._job(key, world, owner, target, machine))
+        started: dict[str, datetime] = {}
+        lock_failed: str | None = None
+        pending = {m.name for m in world.machines} - done
+        if commenced & {s.step for s in schedule.slots if s.machine in pending}:
+            await self._ensure_cmr(key, owner, target)
+            locks_ok, lock_failed = await self._cluster_locks()
+            hold = (world.cluster.spec.update.on_drain_timeout == DrainTimeoutAction.PAUSE
+                    and any(p.state == BLOCKED for p in advanced.values()))
+            if locks_ok and not hold:
+                candidates = decide.to_start(schedule, done, busy, commenced, etcd_healthy=True)
+                if any(s.control_plane for s in schedule.slots if s.machine in candidates):
+                    healthy = await self._etcd_healthy(world)
+                    candidates = decide.to_start(schedule, done, busy, commenced,
+                                                 etcd_healthy=healthy)
+                for machine in candidates:
+                    self.log.info("machine update starts", kind="Machine",
+                                  namespace=key.namespace, name=machine, plan=name)
+                    started[machine] = now
+                    advanced[machine] = await self.flow.advance(
+                        self._job(key, world, owner, target, machine))
+        finished = {m: now for m, p in advanced.items() if p.state == READY_TO_FINISH}
+
+        elapsed = {}
+        for m in plan.status.machines if plan.status else []:
+            if m.name in busy and m.started_at:
+                elapsed[m.name] = (now - m.started_at).total_seconds()
+        policy = world.cluster.spec.update
+        remaining = decide.remaining_seconds(
+            decide.update_inputs(world.machines, world.groups, policy.max_unavailable,
+                                 per_machine), done | set(finished), elapsed)
+        status = decide.plan_status(plan, decide.Observed(
+            schedule=schedule, done=frozenset(done),
+            advanced={m: p for m, p in advanced.items() if m not in finished},
+            started=started, finished=finished, firing=firing, remaining=remaining,
+            cluster_lock_failed=lock_failed, alert_error=alert_error, now=now))
+        if not decide.same_status(plan.status, status):
+            raw = dict(raw)
+            raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if await self.kube.replace(PLANS, raw, status=True) is None:
+                return Done()
+        for machine in sorted(finished):
+            self.log.info("machine updated", kind="Machine", namespace=key.namespace,
+                          name=machine, plan=name)
+            await self.flow.finish(self._job(key, world, owner, target, machine))
+        if status.phase == PlanPhase.COMPLETED:
+            await self.kube.delete(CMRS, None, cmr_name(key.namespace, key.name))
+            self.log.info("update plan completed", kind="ClusterUpdatePlan",
+                          namespace=key.namespace, name=name, target=target)
+            return Done()
+        waits = [p.requeue for p in advanced.values() if p.requeue is not None]
+        return RequeueAfter(min([ACTIVE_REQUEUE, *waits]) if not finished else 0.0)
+
+    # --- hygiene -----------------------------------------------------------------
+
+    async def _maybe_sweep(self) -> None:
+        now = self.clock.now()
+        if self._last_sweep is not None and now - self._last_sweep < SWEEP_PERIOD:
+            return
+        self._last_sweep = now
+        try:
+            owners = {plan_owner(str(r["metadata"].get("namespace")), str(r["metadata"]["name"]))
+                      for r in await self.kube.list_objects(PLANS)
+                      if ((r.get("status") or {}).get("phase")) != "Completed"}
+            owners |= {reboot_owner(str(r["metadata"].get("namespace")),
+                                    str(r["metadata"]["name"]))
+                       for r in await self.kube.list_objects(REBOOTS)}
+            swept = await self.flow.sweep(owners)
+        except Exception as exc:  # hygiene never fails a reconcile
+            self.log.warning("maintenance sweep failed", error=str(exc))
+            return
+        if swept:
+            self.log.info("maintenance sweep", actions=swept)
+
+
+def update_controller(
+    api_client: Any,
+    *,
+    alert_source: AlertSource | None = None,
+    workers: int = 1,
+    clock: Clock | None = None,
+    node_maintenance: NodeFlow | None = None,
+    namespace: str | None = None,
+    logger: Any = None,
+) -> Controller:
+    """The runtime Controller of cluster updates (see the module docstring).
+
+    ``alert_source``: where UpdateAutoPause alerts are read (None: none fire);
+    ``node_maintenance``: the node flow (None: the real ``NodeMaintenance``).
+    """
+    clock = clock if clock is not None else SystemClock()
+    flow = node_maintenance if node_maintenance is not None else _real_flow(api_client, clock)
+    reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
+                                  logger=logger)
+    index = reconciler.index
+
+    def source(res: Any, mapper: Any = None, *, scoped: bool = True) -> KubeSource:
+        kwargs: dict[str, Any] = {"namespace": namespace if scoped else None, "clock": clock}
+        if mapper is not None:
+            kwargs["mapper"] = mapper
+        return KubeSource(api_client, res, **kwargs)
+
+    sources = [
+        source(CLUSTERS),
+        source(MACHINES, spec_cluster_keys("clusterName")),
+        source(LCMMACHINES, spec_cluster_keys("clusterName")),
+        source(PLANS, spec_cluster_keys("cluster")),
+        source(GROUPS, index.of_namespace),
+        source(AUTOPAUSES, index.of_namespace),
+        source(NMRS, index.of_node, scoped=False),
+        source(CLUSTER_LOCKS, index.everything, scoped=False),
+        source(NODE_LOCKS, index.of_node, scoped=False),
+        source(NODES, index.of_node, scoped=False),
+    ]
+    return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
+
+
+def _real_flow(api_client: Any, clock: Clock) -> NodeFlow:
+    from racksmith.controllers.maintenance.flow import NodeMaintenance
+
+    return NodeMaintenance(api_client, clock=clock)
+
+
+__all__ = ["ClusterIndex", "UpdateReconciler", "update_controller"]

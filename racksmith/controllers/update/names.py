@@ -1,0 +1,78 @@
+"""Names the LCM update controller shares with the rest of Racksmith.
+
+Owns the resources the controller reads and writes, its field manager, the
+labels and annotations of ``docs/design/maintenance-contracts.md`` ("Names,
+labels, annotations") it reads or writes, the node flow's state names as the
+controller sees them, and the condition types of a ClusterUpdatePlan.
+"""
+
+from __future__ import annotations
+
+from racksmith.kinds import cluster, lcm, maintenance
+from racksmith.planners import maintenance as maintenance_planner
+from racksmith.planners.maintenance import NodeState
+from racksmith.runtime.source import Resource
+
+CLUSTERS = Resource(cluster.GROUP, cluster.Cluster.info.version, "clusters")
+MACHINES = Resource(cluster.GROUP, cluster.Machine.info.version, "machines")
+LCMMACHINES = Resource(lcm.GROUP, lcm.LCMMachine.info.version, "lcmmachines")
+PLANS = Resource(lcm.GROUP, lcm.ClusterUpdatePlan.info.version, "clusterupdateplans")
+GROUPS = Resource(lcm.GROUP, lcm.UpdateGroup.info.version, "updategroups")
+AUTOPAUSES = Resource(lcm.GROUP, lcm.UpdateAutoPause.info.version, "updateautopauses")
+REBOOTS = Resource(lcm.GROUP, lcm.GracefulRebootRequest.info.version, "gracefulrebootrequests")
+CMRS = Resource(maintenance.GROUP, maintenance.ClusterMaintenanceRequest.info.version,
+                "clustermaintenancerequests")
+NMRS = Resource(maintenance.GROUP, maintenance.NodeMaintenanceRequest.info.version,
+                "nodemaintenancerequests")
+CLUSTER_LOCKS = Resource(maintenance.GROUP, maintenance.ClusterWorkloadLock.info.version,
+                         "clusterworkloadlocks")
+NODE_LOCKS = Resource(maintenance.GROUP, maintenance.NodeWorkloadLock.info.version,
+                      "nodeworkloadlocks")
+NODES = Resource("", "v1", "nodes")
+
+PLAN_API_VERSION = lcm.ClusterUpdatePlan.info.api_version
+GROUP_API_VERSION = lcm.UpdateGroup.info.api_version
+CMR_API_VERSION = maintenance.ClusterMaintenanceRequest.info.api_version
+FIELD_MANAGER = "racksmith-update"
+CONTROLLER_NAME = "update"
+
+# Labels, annotations and flow states: the node flow planner's (the contract's strings).
+OWNER_LABEL = maintenance_planner.OWNER_LABEL
+CLUSTER_LABEL = maintenance_planner.CLUSTER_LABEL
+MACHINE_LABEL = maintenance_planner.MACHINE_LABEL
+NAMESPACE_ANNOTATION = maintenance_planner.NAMESPACE_ANNOTATION
+RELEASE_ANNOTATION = maintenance_planner.RELEASE_ANNOTATION
+UPDATE_GROUP_LABEL = maintenance_planner.UPDATE_GROUP_LABEL
+BLOCKED = NodeState.BLOCKED.value
+LOCK_FAILED = NodeState.LOCK_FAILED.value
+READY_TO_FINISH = NodeState.READY_TO_FINISH.value
+DONE = "Done"
+"""What the plan's status records for a finished machine."""
+plan_owner = maintenance_planner.plan_owner
+reboot_owner = maintenance_planner.reboot_owner
+
+# Plan condition types.
+COND_BLOCKED = "Blocked"
+COND_LOCK_FAILED = "LockFailed"
+COND_AUTO_PAUSED = "AutoPaused"
+COND_ALERTS_REACHABLE = "AlertSourceReachable"
+
+
+def plan_name(cluster_name: str, target: str) -> str:
+    """Name of the ClusterUpdatePlan moving ``cluster_name`` to ``target``."""
+    return f"{cluster_name}-{target}"
+
+
+def cmr_name(namespace: str, cluster_name: str) -> str:
+    """Name of the ClusterMaintenanceRequest of a cluster (cluster-scoped)."""
+    return f"{namespace}.{cluster_name}"
+
+
+def control_group(cluster_name: str) -> str:
+    """The default UpdateGroup of a cluster's master/etcd machines."""
+    return f"{cluster_name}-control"
+
+
+def default_group(cluster_name: str) -> str:
+    """The default UpdateGroup of a cluster's other machines."""
+    return f"{cluster_name}-default"

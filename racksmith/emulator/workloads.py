@@ -1,0 +1,364 @@
+"""The reference workload controller: the maintenance protocol's demonstration.
+
+A small stateful "service" of N instances (Pods in namespace
+``racksmith-workloads``, labelled ``workloads.racksmith.io/instance``,
+covered by the PodDisruptionBudget ``instances`` with maxUnavailable 1) that
+takes part in node maintenance as MOSK's workload controllers do
+(``docs/design/maintenance-contracts.md``, "The reference workload
+controller"; ``docs/maintenance.md``):
+
+- ClusterWorkloadLock ``reference``: inactive while a
+  ClusterMaintenanceRequest exists (nothing to prepare cluster-wide),
+  active otherwise.
+- NodeWorkloadLock ``reference.<node>`` for every node that hosts or may
+  host instances. On a NodeMaintenanceRequest for the node, when fewer than
+  ``maxParallel`` of its node locks are released (or being released) and
+  those are all in this node's zone (the ``zoneKey`` label of the Node), it
+  moves each instance away (replacement on the least loaded schedulable,
+  Ready node without a request; wait until the replacement is Ready — the
+  node's kubelet says so; delete the old pod), showing
+  ``status.inactivationProgress``, then sets the lock ``inactive`` with
+  ``status.release`` = the request's ``spec.release``. An instance annotated
+  ``workloads.racksmith.io/pinned: <reason>`` cannot move: the lock goes
+  ``failed`` ("instance <name> cannot migrate: <reason>") until the
+  annotation is removed. Request deleted → lock active again (instances are
+  not moved back; new ones prefer empty nodes). Locks of nodes that no
+  longer exist are deleted.
+
+Config: ConfigMap ``racksmith-workloads/reference`` (``instances`` "6",
+``maxParallel`` "2", ``zoneKey`` "metal.racksmith.io/rack"), created with
+the defaults when absent.
+
+One key (the whole service) reconciled level-based by one worker: every
+reconcile reads the world, asks the pure :func:`workloads_plan.plan` what to
+write, and writes it (lock status through the status subresource). No state
+outside the API, so a restart resumes where it stopped. Started by
+``racksmith up`` when hosts are emulated; the runtime's ``Controller`` runs
+it (:func:`reference_workloads_controller`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi, PolicyV1Api
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from racksmith.emulator.workloads_plan import (
+    APP,
+    APP_LABEL,
+    CONTROLLER_NAME,
+    INSTANCE_LABEL,
+    LOCK_PREFIX,
+    MIGRATED_FROM_ANNOTATION,
+    MIGRATION_ANNOTATION,
+    PINNED_ANNOTATION,
+    Actions,
+    Config,
+    CreatePod,
+    LockStatus,
+    NodeView,
+    PodView,
+    RequestView,
+    World,
+    lock_name,
+    plan,
+)
+from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.result import RequeueAfter, Result
+from racksmith.runtime.source import KubeSource, Resource
+
+NAMESPACE = "racksmith-workloads"
+CONFIG_MAP = "reference"
+PDB_NAME = "instances"
+FIELD_MANAGER = "racksmith-reference-workloads"
+GROUP, VERSION = "lcm.racksmith.io", "v1alpha1"
+KEY = ObjectKey(NAMESPACE, CONTROLLER_NAME)
+IMAGE = "registry.racksmith.io/reference-workload:1.0"
+
+_NODE_LOCKS = Resource(GROUP, VERSION, "nodeworkloadlocks")
+_CLUSTER_LOCKS = Resource(GROUP, VERSION, "clusterworkloadlocks")
+_NMRS = Resource(GROUP, VERSION, "nodemaintenancerequests")
+_CMRS = Resource(GROUP, VERSION, "clustermaintenancerequests")
+_NODES = Resource("", "v1", "nodes")
+_PODS = Resource("", "v1", "pods")
+_CONFIG_MAPS = Resource("", "v1", "configmaps")
+
+#: How often to look again while a migration waits, and when idle.
+BUSY_REQUEUE = 1.0
+IDLE_REQUEUE = 30.0
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _condition_true(obj: Mapping[str, Any], kind: str) -> bool:
+    return any(_map(c).get("type") == kind and _map(c).get("status") == "True"
+               for c in _map(obj.get("status")).get("conditions") or [])
+
+
+def _is_schedulable(node: Mapping[str, Any]) -> bool:
+    spec = _map(node.get("spec"))
+    if spec.get("unschedulable"):
+        return False
+    return not any(_map(t).get("effect") in ("NoSchedule", "NoExecute")
+                   for t in spec.get("taints") or [])
+
+
+def node_view(node: Mapping[str, Any], zone_key: str) -> NodeView:
+    meta = _map(node.get("metadata"))
+    return NodeView(str(meta.get("name")), _is_schedulable(node), _condition_true(node, "Ready"),
+                    str(_map(meta.get("labels")).get(zone_key) or ""))
+
+
+def pod_view(pod: Mapping[str, Any]) -> PodView | None:
+    """None for pods that are not live instances (terminating, unbound, unlabelled)."""
+    meta = _map(pod.get("metadata"))
+    instance = _map(meta.get("labels")).get(INSTANCE_LABEL)
+    node = _map(pod.get("spec")).get("nodeName")
+    if not instance or not node or meta.get("deletionTimestamp"):
+        return None
+    notes = _map(meta.get("annotations"))
+    pinned = notes.get(PINNED_ANNOTATION)
+    return PodView(str(meta.get("name")), str(instance), str(node),
+                   _condition_true(pod, "Ready"),
+                   pinned=None if pinned is None else str(pinned),
+                   migration=notes.get(MIGRATION_ANNOTATION),
+                   created=str(meta.get("creationTimestamp") or ""))
+
+
+def request_view(obj: Mapping[str, Any]) -> RequestView:
+    meta, spec = _map(obj.get("metadata")), _map(obj.get("spec"))
+    release = spec.get("release")
+    return RequestView(str(meta.get("name")), str(spec.get("nodeName") or ""),
+                       str(meta.get("uid") or meta.get("name")),
+                       None if release is None else str(release),
+                       str(meta.get("creationTimestamp") or ""))
+
+
+class _Kube:
+    """Every API call of the controller (raw dicts; 404 on delete is fine)."""
+
+    def __init__(self, api_client: Any) -> None:
+        self.client = api_client
+        self.core = CoreV1Api(api_client)
+        self.policy = PolicyV1Api(api_client)
+        self.custom = CustomObjectsApi(api_client)
+
+    def plain(self, obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = obj if isinstance(obj, dict) else \
+            self.client.sanitize_for_serialization(obj)
+        return out
+
+    async def items(self, call: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        out = self.plain(await call(*args, **kwargs))
+        return [i for i in out.get("items") or [] if isinstance(i, dict)]
+
+    async def custom_items(self, plural: str) -> list[dict[str, Any]]:
+        return await self.items(self.custom.list_cluster_custom_object, GROUP, VERSION, plural)
+
+    async def create(self, call: Any, *args: Any) -> None:
+        try:
+            await call(*args, field_manager=FIELD_MANAGER)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    async def ensure_basics(self) -> Config:
+        """The namespace, the ConfigMap (defaults) and the PDB; the config."""
+        body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        try:
+            await self.core.read_namespace(NAMESPACE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            await self.create(self.core.create_namespace, body)
+        try:
+            data = self.plain(await self.core.read_namespaced_config_map(CONFIG_MAP, NAMESPACE))
+            config = Config.from_data(_map(data.get("data")))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            config = Config()
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
+                    "data": config.as_data()}
+            await self.create(self.core.create_namespaced_config_map, NAMESPACE, body)
+        try:
+            await self.policy.read_namespaced_pod_disruption_budget(PDB_NAME, NAMESPACE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": PDB_NAME, "namespace": NAMESPACE},
+                    "spec": {"maxUnavailable": 1,
+                             "selector": {"matchLabels": {APP_LABEL: APP}}}}
+            await self.create(self.policy.create_namespaced_pod_disruption_budget,
+                              NAMESPACE, body)
+        return config
+
+
+class ReferenceWorkloads:
+    """The reconciler (one key: the whole service); see the module docstring."""
+
+    def __init__(self, api_client: Any, *, logger: Any = None) -> None:
+        self.kube = _Kube(api_client)
+        self.log = logger if logger is not None else structlog.get_logger(
+            "racksmith.emulator.workloads")
+
+    async def read_world(self) -> tuple[World, dict[str, dict[str, Any]],
+                                        dict[str, Any] | None]:
+        """The world, the raw node locks by node, and the raw cluster lock."""
+        kube = self.kube
+        config = await kube.ensure_basics()
+        nodes = [node_view(n, config.zone_key) for n in await kube.items(kube.core.list_node)]
+        requests = tuple(request_view(r) for r in await kube.custom_items(_NMRS.plural))
+        cmrs = sorted((request_view(r) for r in await kube.custom_items(_CMRS.plural)),
+                      key=lambda r: (r.created, r.name))
+        raw_locks: dict[str, dict[str, Any]] = {}
+        for lock in await kube.custom_items(_NODE_LOCKS.plural):
+            spec, name = _map(lock.get("spec")), str(_map(lock.get("metadata")).get("name"))
+            if spec.get("controllerName") == CONTROLLER_NAME and name.startswith(LOCK_PREFIX):
+                raw_locks[str(spec.get("nodeName"))] = lock
+        cluster_lock: dict[str, Any] | None = None
+        try:
+            cluster_lock = kube.plain(await kube.custom.get_cluster_custom_object(
+                GROUP, VERSION, _CLUSTER_LOCKS.plural, CONTROLLER_NAME))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        pods = [v for p in await kube.items(kube.core.list_namespaced_pod, NAMESPACE,
+                                             label_selector=INSTANCE_LABEL)
+                if (v := pod_view(p)) is not None]
+        world = World(config, tuple(nodes), requests, cmrs[0] if cmrs else None,
+                      {n: LockStatus.from_status(_map(raw.get("status")))
+                       for n, raw in raw_locks.items()}, tuple(pods))
+        return world, raw_locks, cluster_lock
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        world, raw_locks, cluster_lock = await self.read_world()
+        acts = plan(world)
+        await self._apply(acts, raw_locks, cluster_lock)
+        return RequeueAfter(BUSY_REQUEUE if acts.busy else IDLE_REQUEUE)
+
+    async def _apply(self, acts: Actions, raw_locks: dict[str, dict[str, Any]],
+                     cluster_lock: dict[str, Any] | None) -> None:
+        kube, log = self.kube, self.log
+        await self._cluster_lock(acts.cluster_lock, cluster_lock)
+        for node in acts.create_locks:
+            body: Any = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeWorkloadLock",
+                         "metadata": {"name": lock_name(node)},
+                         "spec": {"controllerName": CONTROLLER_NAME, "nodeName": node}}
+            await kube.create(kube.custom.create_cluster_custom_object, GROUP, VERSION,
+                              _NODE_LOCKS.plural, body)
+            log.info("node lock created", lock=lock_name(node))
+        for pod in acts.create_pods:
+            await self._create_pod(pod)
+        for name in acts.delete_pods:
+            try:
+                await kube.core.delete_namespaced_pod(name, NAMESPACE)
+                log.info("instance pod deleted", pod=name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        for node, status in sorted(acts.lock_status.items()):
+            await self._write_status(_NODE_LOCKS.plural, lock_name(node), status,
+                                     LockStatus.from_status(
+                                         _map(_map(raw_locks.get(node)).get("status"))))
+        for node in acts.delete_locks:
+            try:
+                await kube.custom.delete_cluster_custom_object(
+                    GROUP, VERSION, _NODE_LOCKS.plural, str(
+                        _map(raw_locks[node].get("metadata")).get("name")))
+                log.info("node lock deleted (node gone)", node=node)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+    async def _cluster_lock(self, want: LockStatus, raw: dict[str, Any] | None) -> None:
+        if raw is None:
+            body: Any = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterWorkloadLock",
+                         "metadata": {"name": CONTROLLER_NAME},
+                         "spec": {"controllerName": CONTROLLER_NAME}}
+            await self.kube.create(self.kube.custom.create_cluster_custom_object, GROUP,
+                                   VERSION, _CLUSTER_LOCKS.plural, body)
+            self.log.info("cluster lock created", lock=CONTROLLER_NAME)
+        have = LockStatus.from_status(_map(_map(raw).get("status"))) if raw else None
+        if have != want or raw is None or not _map(raw).get("status"):
+            await self._write_status(_CLUSTER_LOCKS.plural, CONTROLLER_NAME, want, have)
+
+    async def _write_status(self, plural: str, name: str, want: LockStatus,
+                            have: LockStatus | None) -> None:
+        """Replace the lock's status (status subresource) with ``want``."""
+        custom = self.kube.custom
+        try:
+            obj = self.kube.plain(await custom.get_cluster_custom_object(
+                GROUP, VERSION, plural, name))
+            obj["status"] = want.as_status()
+            await custom.replace_cluster_custom_object_status(
+                GROUP, VERSION, plural, name, obj, field_manager=FIELD_MANAGER)
+        except ApiException as exc:
+            if exc.status in (404, 409):  # gone or raced: the next reconcile decides again
+                return
+            raise
+        if have is None or have.state != want.state:
+            self.log.info("lock state", lock=name, old=have.state if have else None,
+                          new=want.state, error=want.error_message, release=want.release)
+
+    async def _create_pod(self, pod: CreatePod) -> None:
+        notes: dict[str, str] = {}
+        if pod.migration is not None:
+            notes[MIGRATION_ANNOTATION] = pod.migration
+        if pod.migrated_from is not None:
+            notes[MIGRATED_FROM_ANNOTATION] = pod.migrated_from
+        name = f"{pod.instance}-{secrets.token_hex(3)}"
+        body: Any = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE, "annotations": notes,
+                         "labels": {APP_LABEL: APP, INSTANCE_LABEL: pod.instance}},
+            "spec": {"nodeName": pod.node, "restartPolicy": "Always",
+                     "terminationGracePeriodSeconds": 5,
+                     "containers": [{"name": "instance", "image": IMAGE}]},
+        }
+        await self.kube.create(self.kube.core.create_namespaced_pod, NAMESPACE, body)
+        self.log.info("instance pod created", pod=name, instance=pod.instance, node=pod.node,
+                      migrated_from=pod.migrated_from)
+
+
+def _service_key(_obj: Mapping[str, Any]) -> list[ObjectKey]:
+    return [KEY]
+
+
+def reference_workloads_controller(api_client: Any, *, workers: int = 1,
+                                   clock: Clock | None = None,
+                                   logger: Any = None) -> Controller:
+    """The reference workload controller as a runtime ``Controller`` (see the
+    module docstring). Every watched kind — Nodes, NodeMaintenanceRequests,
+    ClusterMaintenanceRequests, this controller's locks, its Pods and its
+    ConfigMap — enqueues the one key of the service; ``workers`` is accepted
+    for symmetry with the other controllers, but one key is never reconciled
+    by two workers at once."""
+    clock = clock if clock is not None else SystemClock()
+
+    def source(resource: Resource, **kwargs: Any) -> KubeSource:
+        return KubeSource(api_client, resource, clock=clock, mapper=_service_key, **kwargs)
+
+    sources = [
+        source(_NODES), source(_NMRS), source(_CMRS),
+        source(_NODE_LOCKS, field_selector=f"spec.controllerName={CONTROLLER_NAME}"),
+        source(_CLUSTER_LOCKS),
+        source(_PODS, namespace=NAMESPACE, label_selector=INSTANCE_LABEL),
+        source(_CONFIG_MAPS, namespace=NAMESPACE),
+    ]
+    return Controller("reference-workloads", sources,
+                      ReferenceWorkloads(api_client, logger=logger),
+                      workers=workers, clock=clock, logger=logger)
+
+
+__all__ = ["NAMESPACE", "ReferenceWorkloads", "reference_workloads_controller"]

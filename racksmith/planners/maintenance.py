@@ -1,0 +1,517 @@
+"""The node maintenance flow as a pure state table: observed world → next action.
+
+Owns the per-node flow of ``docs/design/maintenance-contracts.md`` ("The
+node flow"): the names of its labels and annotations (other modules import
+them from here), ``NodeJob`` (what the caller asks for one node),
+``NodeObserved`` (a snapshot of the node, its NodeMaintenanceRequest, locks,
+pods, Machine, LCMMachine and BareMetalHost), and ``decide``, which returns
+the first state whose condition is not satisfied, with the action that
+moves it on (or ``Wait``) and the ``NodeProgress`` to report.
+
+Pure: no I/O, no clock (``now`` is part of the snapshot). Called by
+``racksmith.controllers.maintenance.flow.NodeMaintenance`` after each read
+of the world; because every decision is taken from what is written on the
+objects (the request's annotations are the flow's memory), a flow stopped at
+any point resumes where the world is and never repeats a step, except the
+reboot, requested again only after ``REBOOT_RETRY_SECONDS`` with the BMH
+annotation gone and the boot ID unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from racksmith.kinds.maintenance import MaintenanceScope
+
+# --- names of the contract -------------------------------------------------------
+
+PREFIX = "lcm.racksmith.io/"
+OWNER_LABEL = f"{PREFIX}owner"
+"""On NodeMaintenanceRequests and ClusterMaintenanceRequests: who asked."""
+CLUSTER_LABEL = "cluster.racksmith.io/cluster"
+MACHINE_LABEL = "cluster.racksmith.io/machine"
+NAMESPACE_ANNOTATION = f"{PREFIX}namespace"
+"""On a NodeMaintenanceRequest: the Machine's namespace."""
+WAS_UNSCHEDULABLE = f"{PREFIX}was-unschedulable"
+DRAIN_STARTED = f"{PREFIX}drain-started"
+REBOOT_BOOT_ID = f"{PREFIX}reboot-boot-id"
+REBOOT_REQUESTED = f"{PREFIX}reboot-requested"
+CORDONED_BY = f"{PREFIX}cordoned-by"
+"""On a Node: the owner that cordoned it (set with the cordon, removed with the uncordon)."""
+RELEASE_ANNOTATION = f"{PREFIX}release"
+"""On a Machine: the ClusterRelease its LCMMachine must render."""
+UPDATE_GROUP_LABEL = f"{PREFIX}update-group"
+BMH_REBOOT_ANNOTATION = "reboot.metal.racksmith.io/lcm"
+"""On a BareMetalHost: power-cycle once (removed by the BareMetalHost controller)."""
+
+PLAN_OWNER_PREFIX = "plan"
+REBOOT_OWNER_PREFIX = "reboot"
+
+REBOOT_RETRY_SECONDS = 600.0
+"""A reboot whose BMH annotation is gone while the boot ID is unchanged for
+this long is requested again."""
+LOCK_RETRY_SECONDS = 10.0
+POLL_SECONDS = 5.0
+EVICTION_BACKOFF_BASE = 2.0
+EVICTION_BACKOFF_CAP = 30.0
+
+
+def plan_owner(namespace: str, plan: str) -> str:
+    """The owner value of a ClusterUpdatePlan."""
+    return f"{PLAN_OWNER_PREFIX}.{namespace}.{plan}"
+
+
+def reboot_owner(namespace: str, request: str) -> str:
+    """The owner value of a GracefulRebootRequest."""
+    return f"{REBOOT_OWNER_PREFIX}.{namespace}.{request}"
+
+
+def parse_owner(owner: str) -> tuple[str, str, str] | None:
+    """``(kind prefix, namespace, name)`` of an owner value, None if malformed.
+
+    Namespaces hold no dots, so the name is everything after the second dot.
+    """
+    parts = owner.split(".", 2)
+    if len(parts) != 3 or not all(parts):
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+def rfc3339(value: datetime) -> str:
+    """A timestamp as written in the flow's annotations."""
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An annotation timestamp; None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+# --- the job and the snapshot ------------------------------------------------------
+
+
+class RebootPolicy(StrEnum):
+    """When the flow reboots the node."""
+
+    NEVER = "never"
+    IF_REQUIRED = "if-required"
+    ALWAYS = "always"
+
+
+class NodeState(StrEnum):
+    """Where one node is in the maintenance flow (the contract's names)."""
+
+    REQUESTED = "Requested"
+    WAITING_FOR_OTHER = "WaitingForOther"
+    WAITING_FOR_LOCKS = "WaitingForLocks"
+    LOCK_FAILED = "LockFailed"
+    DRAINING = "Draining"
+    BLOCKED = "Blocked"
+    APPLYING = "Applying"
+    REBOOTING = "Rebooting"
+    WAITING_FOR_NODE = "WaitingForNode"
+    UNCORDONING = "Uncordoning"
+    READY_TO_FINISH = "ReadyToFinish"
+
+
+@dataclass(frozen=True)
+class NodeJob:
+    """Maintenance of one node (name == machine name) for one owner."""
+
+    namespace: str
+    machine: str
+    owner: str
+    cluster: str
+    scope: MaintenanceScope = MaintenanceScope.OS
+    release: str | None = None
+    reboot: RebootPolicy = RebootPolicy.NEVER
+    drain_timeout: float = 600.0
+
+    @property
+    def node(self) -> str:
+        return self.machine
+
+
+@dataclass(frozen=True)
+class NodeProgress:
+    """What the flow reports: state, message, percent done, when to look again."""
+
+    state: NodeState
+    message: str
+    progress: int
+    requeue: float
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """The parts of a Node the flow reads."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    ready: bool = False
+    boot_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """The NodeMaintenanceRequest of the node (any owner)."""
+
+    owner: str | None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LockView:
+    """One NodeWorkloadLock of the node."""
+
+    name: str
+    controller: str
+    state: str = "active"
+    error_message: str | None = None
+    progress: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the last eviction of a pod was refused."""
+
+    reason: str
+    pdb: str | None = None
+    """The PodDisruptionBudget's name (same namespace as the pod), if known."""
+
+
+@dataclass(frozen=True)
+class PodView:
+    """An evictable pod still on the node (not DaemonSet-owned, mirror or terminating)."""
+
+    namespace: str
+    name: str
+    refusal: Refusal | None = None
+    retry_at: datetime | None = None
+    """Not before this instant (eviction back-off after a refusal)."""
+
+
+@dataclass(frozen=True)
+class LcmView:
+    """The LCMMachine of the machine."""
+
+    spec_release: str
+    generation: int | None
+    phase: str | None = None
+    observed_generation: int | None = None
+    release: str | None = None
+    reboot_required: bool = False
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeObserved:
+    """Everything ``decide`` looks at, read in one pass."""
+
+    job: NodeJob
+    now: datetime
+    node: NodeView | None
+    request: RequestView | None = None
+    locks: tuple[LockView, ...] = ()
+    pods: tuple[PodView, ...] = ()
+    machine_release: str | None = None
+    lcm: LcmView | None = None
+    bmh: str | None = None
+    bmh_reboot_pending: bool = False
+
+
+# --- actions -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    """Create the NodeMaintenanceRequest (labels, annotations of the contract)."""
+
+    was_unschedulable: bool
+
+
+@dataclass(frozen=True)
+class Cordon:
+    """Patch ``spec.unschedulable: true``; with ``mark``, also cordoned-by = owner."""
+
+    mark: bool = True
+
+
+@dataclass(frozen=True)
+class StartDrain:
+    """Write drain-started (``at``) on the request."""
+
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Evict:
+    """Evict these pods through the Eviction API (each once, now)."""
+
+    pods: tuple[PodView, ...]
+
+
+@dataclass(frozen=True)
+class SetRelease:
+    """Set the Machine's release annotation."""
+
+    release: str
+
+
+@dataclass(frozen=True)
+class RecordReboot:
+    """Write reboot-boot-id on the request (before anything asks for the reboot)."""
+
+    boot_id: str
+
+
+@dataclass(frozen=True)
+class RequestReboot:
+    """Write reboot-requested (``at``) on the request, then annotate BMH ``bmh``."""
+
+    bmh: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Uncordon:
+    """Remove cordoned-by; unless ``keep_cordoned``, patch ``spec.unschedulable: false``."""
+
+    keep_cordoned: bool = False
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Nothing to write now; look again after ``NodeProgress.requeue``."""
+
+
+Action = (CreateRequest | Cordon | StartDrain | Evict | SetRelease | RecordReboot
+          | RequestReboot | Uncordon | Wait)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The next action and the progress to report."""
+
+    action: Action
+    progress: NodeProgress
+
+    @property
+    def waits(self) -> bool:
+        return isinstance(self.action, Wait)
+
+
+def _at(state: NodeState, message: str, progress: int, requeue: float,
+        action: Action | None = None) -> Decision:
+    return Decision(action if action is not None else Wait(),
+                    NodeProgress(state, message, max(0, min(100, progress)), requeue))
+
+
+# --- the table -----------------------------------------------------------------------
+
+
+def decide(obs: NodeObserved) -> Decision:
+    """The first state of the flow that is not satisfied, and what moves it on."""
+    job = obs.job
+    req = obs.request
+    if req is not None and req.owner != job.owner:
+        return _at(NodeState.WAITING_FOR_OTHER,
+                   f"node in maintenance by {req.owner or 'an unknown owner'}", 0,
+                   LOCK_RETRY_SECONDS)
+    node = obs.node
+    if req is None:
+        if node is None:
+            return _at(NodeState.WAITING_FOR_NODE, f"Node {job.node} not found", 0,
+                       POLL_SECONDS)
+        was = node.unschedulable and CORDONED_BY not in node.annotations
+        return _at(NodeState.REQUESTED, "creating the NodeMaintenanceRequest", 0, 0.0,
+                   CreateRequest(was_unschedulable=was))
+    for step in (_locks, _drain, _apply, _reboot, _node, _uncordon):
+        decision = step(obs, req)
+        if decision is not None:
+            return decision
+    return _at(NodeState.READY_TO_FINISH, "maintenance done", 100, 0.0)
+
+
+def _locks(obs: NodeObserved, req: RequestView) -> Decision | None:
+    failed = [lk for lk in obs.locks if lk.state == "failed"]
+    if failed:
+        lk = failed[0]
+        return _at(NodeState.LOCK_FAILED,
+                   f"NodeWorkloadLock {lk.name} ({lk.controller}) failed: "
+                   f"{lk.error_message or 'no error message'}",
+                   5, LOCK_RETRY_SECONDS)
+    active = [lk for lk in obs.locks if lk.state not in ("inactive", "failed")]
+    if not active:
+        return None
+    names = ", ".join(f"{lk.name} ({lk.controller})" for lk in active)
+    done = sum(lk.progress or 0 for lk in active) / len(active)
+    details = "; ".join(lk.description for lk in active if lk.description)
+    message = f"waiting for NodeWorkloadLock {names} to become inactive"
+    if details:
+        message += f": {details}"
+    return _at(NodeState.WAITING_FOR_LOCKS, message, 5 + int(15 * done / 100),
+               LOCK_RETRY_SECONDS)
+
+
+def _drain(obs: NodeObserved, req: RequestView) -> Decision | None:
+    node = obs.node
+    if node is None:
+        return _at(NodeState.WAITING_FOR_NODE, f"Node {obs.job.node} not found", 20,
+                   POLL_SECONDS)
+    was = req.annotations.get(WAS_UNSCHEDULABLE) == "true"
+    ours = node.annotations.get(CORDONED_BY) == obs.job.owner
+    started = parse_time(req.annotations.get(DRAIN_STARTED))
+    if started is None and not req.annotations.get(DRAIN_STARTED):
+        if not node.unschedulable or (not was and not ours):
+            return _at(NodeState.DRAINING, "cordoning the node", 20, 0.0, Cordon(mark=not was))
+        return _at(NodeState.DRAINING, "draining the node", 25, 0.0, StartDrain(obs.now))
+    if not node.unschedulable:
+        if ours:  # uncordoned by someone else in the middle of the flow
+            return _at(NodeState.DRAINING, "cordoning the node again", 25, 0.0, Cordon())
+        return None  # the flow uncordoned it: the drain is behind us
+    if not obs.pods:
+        return None
+    due = tuple(p for p in obs.pods if p.retry_at is None or p.retry_at <= obs.now)
+    next_try = min(((p.retry_at - obs.now).total_seconds() for p in obs.pods
+                    if p.retry_at is not None and p.retry_at > obs.now), default=POLL_SECONDS)
+    action: Action = Evict(due) if due else Wait()
+    requeue = 0.0 if due else max(0.1, next_try)
+    refused = [p for p in obs.pods if p.refusal is not None]
+    elapsed = (obs.now - started).total_seconds() if started is not None else 0.0
+    if elapsed >= obs.job.drain_timeout:
+        return _at(NodeState.BLOCKED, blocked_message(refused[0] if refused else obs.pods[0]),
+                   30, requeue, action)
+    names = ", ".join(f"{p.namespace}/{p.name}" for p in obs.pods[:5])
+    more = f" and {len(obs.pods) - 5} more" if len(obs.pods) > 5 else ""
+    message = f"evicting {len(obs.pods)} pod(s): {names}{more}"
+    if refused and refused[0].refusal is not None:
+        message += f" (refused: {refused[0].refusal.reason})"
+    return _at(NodeState.DRAINING, message, 30, requeue, action)
+
+
+def blocked_message(pod: PodView) -> str:
+    """The contract's Blocked message for ``pod``."""
+    ref = f"{pod.namespace}/{pod.name}"
+    if pod.refusal is None:
+        return f"drain blocked: pod {ref} is still on the node"
+    if pod.refusal.pdb:
+        return (f"drain blocked: pod {ref} is protected by PodDisruptionBudget "
+                f"{pod.namespace}/{pod.refusal.pdb} ({pod.refusal.reason})")
+    return f"drain blocked: pod {ref} cannot be evicted ({pod.refusal.reason})"
+
+
+def _apply(obs: NodeObserved, req: RequestView) -> Decision | None:
+    release = obs.job.release
+    if release is None:
+        return None
+    if obs.machine_release != release:
+        return _at(NodeState.APPLYING, f"setting release {release}", 50, 0.0,
+                   SetRelease(release))
+    lcm = obs.lcm
+    if lcm is None:
+        return _at(NodeState.APPLYING, f"LCMMachine {obs.job.machine} not found", 50,
+                   POLL_SECONDS)
+    if (lcm.spec_release == release and lcm.phase == "Ready"
+            and lcm.observed_generation == lcm.generation and lcm.release == release):
+        return None
+    if lcm.spec_release != release:
+        message = f"waiting for the LCMMachine to render release {release}"
+    else:
+        message = f"applying release {release}: LCMMachine {lcm.phase or 'Pending'}"
+        if lcm.error:
+            message += f": {lcm.error}"
+    return _at(NodeState.APPLYING, message, 55, POLL_SECONDS)
+
+
+def needs_reboot(obs: NodeObserved) -> bool:
+    """The job's reboot policy asks for a reboot now."""
+    policy = obs.job.reboot
+    if policy == RebootPolicy.ALWAYS:
+        return True
+    return (policy == RebootPolicy.IF_REQUIRED and obs.job.scope == MaintenanceScope.OS
+            and obs.lcm is not None and obs.lcm.reboot_required)
+
+
+def _reboot(obs: NodeObserved, req: RequestView) -> Decision | None:
+    node = obs.node
+    assert node is not None  # _drain answered otherwise
+    recorded = req.annotations.get(REBOOT_BOOT_ID)
+    if recorded is None:
+        if not needs_reboot(obs):
+            return None
+        if not node.boot_id:
+            return _at(NodeState.REBOOTING, f"Node {node.name} reports no boot ID yet", 70,
+                       POLL_SECONDS)
+        return _at(NodeState.REBOOTING, "recording the boot ID", 70, 0.0,
+                   RecordReboot(node.boot_id))
+    if node.boot_id and node.boot_id != recorded:
+        return None  # booted again since the reboot was recorded
+    if obs.bmh is None:
+        return _at(NodeState.REBOOTING, f"Machine {obs.job.machine} has no BareMetalHost",
+                   70, POLL_SECONDS)
+    requested = parse_time(req.annotations.get(REBOOT_REQUESTED))
+    if requested is None:
+        return _at(NodeState.REBOOTING, f"requesting a reboot of BareMetalHost {obs.bmh}", 70,
+                   0.0, RequestReboot(obs.bmh, obs.now))
+    if obs.bmh_reboot_pending:
+        return _at(NodeState.REBOOTING, f"waiting for BareMetalHost {obs.bmh} to power-cycle",
+                   75, POLL_SECONDS)
+    waited = (obs.now - requested).total_seconds()
+    if waited >= REBOOT_RETRY_SECONDS:
+        return _at(NodeState.REBOOTING,
+                   f"node did not boot again within {int(REBOOT_RETRY_SECONDS)} s, "
+                   f"requesting the reboot of BareMetalHost {obs.bmh} again", 75, 0.0,
+                   RequestReboot(obs.bmh, obs.now))
+    return _at(NodeState.REBOOTING, "waiting for the node to boot again", 80,
+               min(POLL_SECONDS, max(0.1, REBOOT_RETRY_SECONDS - waited)))
+
+
+def _node(obs: NodeObserved, req: RequestView) -> Decision | None:
+    node = obs.node
+    assert node is not None
+    if node.ready:
+        return None
+    return _at(NodeState.WAITING_FOR_NODE, f"waiting for Node {node.name} to be Ready", 90,
+               POLL_SECONDS)
+
+
+def _uncordon(obs: NodeObserved, req: RequestView) -> Decision | None:
+    node = obs.node
+    assert node is not None
+    if node.annotations.get(CORDONED_BY) != obs.job.owner:
+        return None
+    was = req.annotations.get(WAS_UNSCHEDULABLE) == "true"
+    return _at(NodeState.UNCORDONING, "uncordoning the node", 95, 0.0,
+               Uncordon(keep_cordoned=was))
+
+
+# --- pods ------------------------------------------------------------------------------
+
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_evictable(owner_kinds: tuple[str, ...], annotations: Mapping[str, str],
+                 terminating: bool) -> bool:
+    """A pod the drain evicts: not DaemonSet-owned, not a mirror pod, not terminating."""
+    return not (terminating or "DaemonSet" in owner_kinds or MIRROR_ANNOTATION in annotations)
+
+
+def eviction_backoff(attempts: int) -> float:
+    """Seconds before the next eviction of a pod refused ``attempts`` times (2 s doubling
+    to 30 s)."""
+    if attempts <= 0:
+        return 0.0
+    return float(min(EVICTION_BACKOFF_CAP, EVICTION_BACKOFF_BASE * 2 ** (attempts - 1)))

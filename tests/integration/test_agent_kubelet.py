@@ -1,0 +1,132 @@
+"""The agent and its emulated kubelet against the real in-process API server:
+the Node reports the boot id the emulated OS boot wrote; the LCMMachine
+reports ``rebootRequired`` once an item with ``requiresReboot`` changed the
+host (and no more once the file is gone); pods bound to the node are made
+Running and Ready through the pod status subresource, except a pod being
+deleted and pods of other nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
+
+from racksmith.agent import run_agent
+from racksmith.apiserver.server import ApiServer
+from racksmith.kinds.cluster import ClusterRelease
+from racksmith.planners.release import PlannedRelease
+from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.integration.test_agent import (
+    NAME,
+    NS,
+    TEST_SECONDS,
+    TIMING,
+    eventually,
+    get_lcm,
+    lcm_machine,
+    planned,
+    write_config,
+)
+
+KERNEL = {"name": "linux-image", "phase": "configuration", "type": "package",
+          "requiresReboot": True, "params": {"name": "linux-image", "version": "6.8.0-50"}}
+
+
+@pytest.fixture
+async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
+    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
+    try:
+        yield api_client
+    finally:
+        await api_client.close()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "etc/racksmith").mkdir(parents=True)
+    (root / "etc/racksmith/hardware.json").write_text('{"cpus": 2, "memoryBytes": 1073741824}')
+    return root
+
+
+def with_kernel(plan: PlannedRelease) -> dict[str, Any]:
+    """The LCMMachine of ``plan`` plus the rebooting kernel item (as the planner renders it)."""
+    obj = lcm_machine(plan)
+    kernel = ClusterRelease.model_validate({"metadata": {"name": "x"}, "spec": {
+        "version": "1", "stateItems": [KERNEL]}}).spec.state_items[0]
+    obj["spec"]["stateItems"].insert(1, kernel.model_dump(mode="json", by_alias=True))
+    return obj
+
+
+def pod(name: str, node: str, **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, **meta},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox"}]}}
+
+
+def conditions(obj: Any) -> dict[str, str]:
+    return {c.type: c.status for c in ((obj.status and obj.status.conditions) or [])}
+
+
+async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: ApiClient,
+                                                root: Path) -> None:
+    custom, core = CustomObjectsApi(client), CoreV1Api(client)
+    boot_id = str(uuid.uuid4())
+    (root / "proc/sys/kernel/random").mkdir(parents=True)
+    (root / "proc/sys/kernel/random/boot_id").write_text(boot_id + "\n")
+    await custom.create_namespaced_custom_object(
+        "lcm.racksmith.io", "v1alpha1", NS, "lcmmachines", with_kernel(planned()))
+    await core.create_namespaced_pod(NS, pod("web", NAME))
+    await core.create_namespaced_pod(NS, pod("elsewhere", "other-node"))
+    await core.create_namespaced_pod(NS, pod("going", NAME, finalizers=["test/hold"]))
+    await core.delete_namespaced_pod("going", NS)
+    config = write_config(api_server, root)
+    stop = asyncio.Event()
+    agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
+                                          timing=TIMING, handle_signals=False))
+    try:
+        async with asyncio.timeout(TEST_SECONDS):
+            async def ready() -> dict[str, Any] | None:
+                obj = await get_lcm(custom)
+                return obj if (obj.get("status") or {}).get("phase") == "Ready" else None
+
+            status = (await eventually(ready, "LCMMachine Ready"))["status"]
+            assert status["rebootRequired"] is True
+            assert (root / "var/run/reboot-required").exists()
+            node = await core.read_node(NAME)
+            assert node.status.node_info.boot_id == boot_id
+
+            async def running() -> Any:
+                got = await core.read_namespaced_pod("web", NS)
+                return got if got.status.phase == "Running" else None
+
+            web = await eventually(running, "pod web Running")
+            assert conditions(web) == {"PodScheduled": "True", "Initialized": "True",
+                                       "ContainersReady": "True", "Ready": "True"}
+            assert web.status.start_time is not None
+            assert [(c.name, c.ready) for c in web.status.container_statuses] == [("app", True)]
+            # Written once: a later tick leaves a Ready pod alone.
+            version = web.metadata.resource_version
+            await asyncio.sleep(TIMING.kubelet_status * 3)
+            assert (await core.read_namespaced_pod("web", NS)).metadata.resource_version \
+                == version
+            for name in ("elsewhere", "going"):
+                other = await core.read_namespaced_pod(name, NS)
+                assert (other.status is None or other.status.phase != "Running"), name
+                assert "Ready" not in conditions(other), name
+
+            # The host rebooted (the emulated boot deletes the file): reported.
+            (root / "var/run/reboot-required").unlink()
+
+            async def cleared() -> bool:
+                st = (await get_lcm(custom)).get("status") or {}
+                return st.get("rebootRequired") is False
+            await eventually(cleared, "rebootRequired false after the file went")
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(agent, 10) == 0
+        await core.patch_namespaced_pod("going", NS, {"metadata": {"finalizers": None}})

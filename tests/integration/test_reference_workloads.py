@@ -1,0 +1,350 @@
+"""The reference workload controller against the real embedded API server.
+
+The test plays each node's kubelet (``Kubelet``): it marks instance pods
+Ready through the pods' status subresource, unless told to hold back. It
+also plays LCM by creating and deleting NodeMaintenanceRequests and the
+ClusterMaintenanceRequest. Every wait polls under a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from racksmith.apiserver.server import ApiServer
+from racksmith.emulator.workloads import NAMESPACE, reference_workloads_controller
+from racksmith.runtime.controller import Controller
+from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+
+GROUP, V = "lcm.racksmith.io", "v1alpha1"
+RACK = "metal.racksmith.io/rack"
+INSTANCE = "workloads.racksmith.io/instance"
+WAIT = 20.0  # upper bound of every wait; never an expectation
+
+
+async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
+    try:
+        async with asyncio.timeout(WAIT):
+            while not await cond():
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for: {what}") from None
+
+
+class Kubelet:
+    """Marks instance pods Ready, except on nodes in ``hold``."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.core = CoreV1Api(client)
+        self.hold: set[str] = set()
+
+    async def run(self) -> None:
+        while True:
+            pods = await self.core.list_namespaced_pod(NAMESPACE)
+            for pod in pods.items:
+                ready = any(c.type == "Ready" and c.status == "True"
+                            for c in (pod.status.conditions if pod.status else None) or [])
+                if ready or pod.spec.node_name in self.hold:
+                    continue
+                body: Any = {"status": {"phase": "Running", "conditions": [
+                    {"type": "Ready", "status": "True"}]}}
+                with contextlib.suppress(ApiException):
+                    await self.core.patch_namespaced_pod_status(
+                        pod.metadata.name, NAMESPACE, body)
+            await asyncio.sleep(0.05)
+
+
+class Site:
+    """Helpers over one API client."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self.client = client
+        self.core = CoreV1Api(client)
+        self.custom = CustomObjectsApi(client)
+        self.policy = PolicyV1Api(client)
+
+    async def node(self, name: str, rack: str, *, taint: bool = False) -> None:
+        body: Any = {"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": name, "labels": {RACK: rack}},
+                     "spec": {"taints": [{"key": "node-role.kubernetes.io/control-plane",
+                                          "effect": "NoSchedule"}]} if taint else {},
+                     "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+        await self.core.create_node(body)
+
+    async def pods(self) -> dict[str, tuple[str, str, bool]]:
+        """Pod name → (instance, node, ready)."""
+        out = await self.core.list_namespaced_pod(NAMESPACE)
+        return {p.metadata.name: (p.metadata.labels[INSTANCE], p.spec.node_name, any(
+            c.type == "Ready" and c.status == "True"
+            for c in (p.status.conditions if p.status else None) or []))
+            for p in out.items}
+
+    async def per_node(self) -> Counter[str]:
+        return Counter(node for _, node, _ in (await self.pods()).values())
+
+    async def settled(self, instances: int) -> bool:
+        """One Ready pod per instance."""
+        pods = list((await self.pods()).values())
+        return (len(pods) == instances and len({i for i, _, _ in pods}) == instances
+                and all(r for _, _, r in pods))
+
+    async def lock(self, name: str, plural: str = "nodeworkloadlocks") -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
+                GROUP, V, plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return obj
+
+    async def state(self, name: str, plural: str = "nodeworkloadlocks") -> str | None:
+        lock = await self.lock(name, plural)
+        return None if lock is None else (lock.get("status") or {}).get("state")
+
+    async def nmr(self, node: str, release: str | None = "r-2") -> None:
+        spec: dict[str, Any] = {"nodeName": node, "scope": "os"}
+        if release:
+            spec["release"] = release
+        body: Any = {"apiVersion": f"{GROUP}/{V}", "kind": "NodeMaintenanceRequest",
+                     "metadata": {"name": node}, "spec": spec}
+        await self.custom.create_cluster_custom_object(GROUP, V, "nodemaintenancerequests", body)
+
+    async def end_nmr(self, node: str) -> None:
+        await self.custom.delete_cluster_custom_object(GROUP, V, "nodemaintenancerequests", node)
+
+    async def configure(self, **data: str) -> None:
+        body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        await self.core.create_namespace(body)
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "reference", "namespace": NAMESPACE}, "data": data}
+        await self.core.create_namespaced_config_map(NAMESPACE, body)
+
+
+@pytest.fixture
+async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
+    api = await api_client_from_kubeconfig(api_server.kubeconfig_path)
+    try:
+        yield api
+    finally:
+        await api.close()
+
+
+@pytest.fixture
+async def kubelet(client: ApiClient) -> AsyncIterator[Kubelet]:
+    k = Kubelet(client)
+    task = asyncio.create_task(k.run())
+    try:
+        yield k
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@contextlib.asynccontextmanager
+async def running(client: ApiClient) -> AsyncIterator[Controller]:
+    controller = reference_workloads_controller(client)
+    task = asyncio.create_task(controller.run())
+    try:
+        yield controller
+    finally:
+        await controller.stop(grace=5)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_defaults_spread_pdb_and_locks(client: ApiClient, kubelet: Kubelet) -> None:
+    site = Site(client)
+    for i, rack in enumerate(["a", "a", "b", "b"], 1):
+        await site.node(f"n{i}", rack)
+    await site.node("master", "a", taint=True)
+    async with running(client):
+        await eventually(lambda: site.settled(6), "6 Ready instances")
+        counts = await site.per_node()
+        assert set(counts) == {"n1", "n2", "n3", "n4"}  # never on the tainted master
+        assert max(counts.values()) - min(counts.values()) <= 1
+        cm = await site.core.read_namespaced_config_map("reference", NAMESPACE)
+        assert cm.data == {"instances": "6", "maxParallel": "2", "zoneKey": RACK}
+        pdb = await site.policy.read_namespaced_pod_disruption_budget("instances", NAMESPACE)
+        assert pdb.spec.max_unavailable == 1
+        for n in ("n1", "n2", "n3", "n4"):
+            await eventually(lambda n=n: _is(site.state(f"reference.{n}"), "active"),
+                             f"lock of {n} active")
+            lock = await site.lock(f"reference.{n}")
+            assert lock is not None
+            assert lock["spec"] == {"controllerName": "reference", "nodeName": n,
+                                    "nodeDeletionRequestSupported": False}
+        assert await site.lock("reference.master") is None
+        await eventually(lambda: _is(site.state("reference", "clusterworkloadlocks"), "active"),
+                         "cluster lock active")
+        # Cluster maintenance: nothing to prepare, the cluster lock goes inactive.
+        body: Any = {"apiVersion": f"{GROUP}/{V}", "kind": "ClusterMaintenanceRequest",
+                     "metadata": {"name": "default.demo"},
+                     "spec": {"scope": "os", "release": "r-2"}}
+        await site.custom.create_cluster_custom_object(GROUP, V, "clustermaintenancerequests",
+                                                       body)
+        await eventually(lambda: _is(site.state("reference", "clusterworkloadlocks"),
+                                     "inactive"), "cluster lock inactive")
+        lock = await site.lock("reference", "clusterworkloadlocks")
+        assert lock is not None and lock["status"]["release"] == "r-2"
+        await site.custom.delete_cluster_custom_object(GROUP, V, "clustermaintenancerequests",
+                                                       "default.demo")
+        await eventually(lambda: _is(site.state("reference", "clusterworkloadlocks"), "active"),
+                         "cluster lock active again")
+
+
+async def _is(value: Awaitable[str | None], want: str) -> bool:
+    return await value == want
+
+
+async def test_migration_then_release_then_reactivation(client: ApiClient,
+                                                        kubelet: Kubelet) -> None:
+    site = Site(client)
+    await site.configure(instances="4")
+    for i in range(1, 4):
+        await site.node(f"n{i}", "a")
+    async with running(client):
+        await eventually(lambda: site.settled(4), "4 Ready instances")
+        before = {p for p, (_, node, _) in (await site.pods()).items() if node == "n1"}
+        assert before
+        kubelet.hold = {"n2", "n3"}  # replacements stay un-Ready for now
+        await site.nmr("n1")
+
+        async def replacements_waiting() -> bool:
+            lock = await site.lock("reference.n1")
+            progress = ((lock or {}).get("status") or {}).get("inactivationProgress") or {}
+            pods = await site.pods()
+            return ("waiting for" in (progress.get("description") or "")
+                    and len(pods) == 4 + len(before))
+
+        await eventually(replacements_waiting, "replacements created, old pods kept")
+        assert await site.state("reference.n1") == "active"
+        assert before <= set(await site.pods())  # nothing deleted before its replacement
+        kubelet.hold = set()
+        await eventually(lambda: _is(site.state("reference.n1"), "inactive"), "n1 released")
+        lock = await site.lock("reference.n1")
+        assert lock is not None
+        assert lock["status"]["release"] == "r-2"
+        assert lock["status"]["inactivationProgress"]["percentage"] == 100
+        assert await site.settled(4)
+        assert "n1" not in await site.per_node()
+        await site.end_nmr("n1")
+        await eventually(lambda: _is(site.state("reference.n1"), "active"), "n1 active again")
+        lock = await site.lock("reference.n1")
+        assert lock is not None and "release" not in lock["status"]
+
+
+async def test_max_parallel_and_one_zone_at_a_time(client: ApiClient, kubelet: Kubelet) -> None:
+    site = Site(client)
+    await site.configure(instances="5", maxParallel="2")
+    for name, rack in [("a1", "a"), ("a2", "a"), ("a3", "a"), ("b1", "b"), ("b2", "b"),
+                       ("c1", "c")]:
+        await site.node(name, rack)
+    async with running(client):
+        await eventually(lambda: site.settled(5), "5 Ready instances")
+        await site.nmr("a1")
+        await eventually(lambda: _is(site.state("reference.a1"), "inactive"), "a1 released")
+        await site.nmr("b1")  # another rack: must wait
+        await asyncio.sleep(1.0)
+        assert await site.state("reference.b1") == "active"
+        lock = await site.lock("reference.b1")
+        assert lock is not None
+        assert "another" in lock["status"]["inactivationProgress"]["description"]
+        await site.nmr("a2")  # same rack, second slot
+        await eventually(lambda: _is(site.state("reference.a2"), "inactive"), "a2 released")
+        await site.nmr("a3")  # same rack, but maxParallel reached
+        await asyncio.sleep(1.0)
+        assert await site.state("reference.a3") == "active"
+        assert await site.state("reference.b1") == "active"
+        lock = await site.lock("reference.a3")
+        assert lock is not None
+        assert "maxParallel 2" in lock["status"]["inactivationProgress"]["description"]
+        await site.end_nmr("a1")
+        await eventually(lambda: _is(site.state("reference.a3"), "inactive"),
+                         "a3 released once a1 is back")
+        assert await site.state("reference.b1") == "active"
+        await site.end_nmr("a2")
+        await site.end_nmr("a3")
+        await eventually(lambda: _is(site.state("reference.b1"), "inactive"),
+                         "b1 released once rack a is done")
+        counts = await site.per_node()
+        assert "b1" not in counts and await site.settled(5)
+
+
+async def test_pinned_instance_fails_the_lock_until_unpinned(client: ApiClient,
+                                                             kubelet: Kubelet) -> None:
+    site = Site(client)
+    await site.configure(instances="2")
+    await site.node("n1", "a")
+    await site.node("n2", "a")
+    async with running(client):
+        await eventually(lambda: site.settled(2), "2 Ready instances")
+        pods = await site.pods()
+        name, (instance, _, _) = next((p, v) for p, v in pods.items() if v[1] == "n1")
+        patch: Any = {"metadata": {"annotations": {
+            "workloads.racksmith.io/pinned": "local data not replicated"}}}
+        await site.core.patch_namespaced_pod(name, NAMESPACE, patch)
+        await site.nmr("n1")
+        await eventually(lambda: _is(site.state("reference.n1"), "failed"), "n1 lock failed")
+        lock = await site.lock("reference.n1")
+        assert lock is not None
+        assert lock["status"]["errorMessage"] == (
+            f"instance {instance} cannot migrate: local data not replicated")
+        assert name in await site.pods()
+        patch = {"metadata": {"annotations": {"workloads.racksmith.io/pinned": None}}}
+        await site.core.patch_namespaced_pod(name, NAMESPACE, patch)
+        await eventually(lambda: _is(site.state("reference.n1"), "inactive"),
+                         "n1 released after unpinning")
+        assert name not in await site.pods()
+        lock = await site.lock("reference.n1")
+        assert lock is not None and "errorMessage" not in lock["status"]
+
+
+async def test_locks_of_deleted_nodes_are_deleted(client: ApiClient, kubelet: Kubelet) -> None:
+    site = Site(client)
+    await site.configure(instances="3")
+    for i in range(1, 4):
+        await site.node(f"n{i}", "a")
+    async with running(client):
+        await eventually(lambda: site.settled(3), "3 Ready instances")
+        await eventually(lambda: _is(site.state("reference.n3"), "active"), "n3 lock")
+        await site.core.delete_node("n3")
+
+        async def gone() -> bool:
+            return await site.lock("reference.n3") is None
+        await eventually(gone, "lock of the deleted node deleted")
+        await eventually(lambda: site.settled(3), "its instance recreated")
+        assert "n3" not in await site.per_node()
+
+
+async def test_restart_mid_migration_resumes(client: ApiClient, kubelet: Kubelet) -> None:
+    site = Site(client)
+    await site.configure(instances="4")
+    for i in range(1, 4):
+        await site.node(f"n{i}", "a")
+    async with running(client):
+        await eventually(lambda: site.settled(4), "4 Ready instances")
+        kubelet.hold = {"n2", "n3"}
+        on_n1 = sum(1 for _, node, _ in (await site.pods()).values() if node == "n1")
+        await site.nmr("n1", release=None)
+
+        async def replacements() -> bool:
+            return len(await site.pods()) == 4 + on_n1
+        await eventually(replacements, "replacements created")
+    # A new controller (a restarted racksmith up) finds the migration in the API.
+    async with running(client):
+        await asyncio.sleep(0.5)
+        assert len(await site.pods()) == 4 + on_n1  # no second set of replacements
+        kubelet.hold = set()
+        await eventually(lambda: _is(site.state("reference.n1"), "inactive"), "n1 released")
+        assert await site.settled(4)
+        lock = await site.lock("reference.n1")
+        assert lock is not None and "release" not in lock["status"]
