@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.demo import EXAMPLES, machines_ready, wait_for
+from tests.e2e.demo import EXAMPLES, EXTRA, HOSTS, machines_ready, wait_for
 from tests.e2e.rack import Rack, start_rack
 
 
 @pytest.fixture(scope="session")
 def demo_rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
     data_dir = tmp_path_factory.mktemp("cluster")
-    r = start_rack(data_dir, 6, ["--apply-emulated-hosts", "--apply", str(EXAMPLES)])
+    r = start_rack(data_dir, HOSTS, ["--apply-emulated-hosts", "--apply", str(EXAMPLES),
+                                       "--apply", str(EXTRA)])
     try:
         yield r
     finally:

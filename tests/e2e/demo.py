@@ -1,7 +1,8 @@
 """The demo cluster of ``make up`` for end-to-end tests, shared by the test
-modules of one session: ``racksmith up --emulate-hosts 6 --apply-emulated-hosts
---apply examples/cluster`` as a real process, helpers to wait for it and to
-run the guides' bash blocks against it."""
+modules of one session: ``racksmith up --emulate-hosts 10 --apply-emulated-hosts
+--apply examples/cluster --apply tests/e2e/manifests/extra-workers.yaml`` as a
+real process (``make up``'s cluster plus four workers), helpers to wait for
+it and to run the guides' bash blocks against it."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "cluster"
 MACHINES = ["demo-master-1", "demo-master-2", "demo-master-3",
             "demo-worker-1", "demo-worker-2", "demo-infra-1"]
+EXTRA = Path(__file__).resolve().parent / "manifests" / "extra-workers.yaml"
+EXTRA_MACHINES = ["demo-worker-3", "demo-worker-4", "demo-worker-5", "demo-worker-6"]
+ALL_MACHINES = MACHINES + EXTRA_MACHINES
+"""The session's demo cluster: the examples' six machines and four more
+workers (tests/e2e/manifests) for the maintenance tests."""
+HOSTS = len(ALL_MACHINES)
 ROLE_PREFIX = "node-role.kubernetes.io/"
 
 
@@ -38,7 +45,7 @@ def wait_for(rack: Rack, what: str, check: Callable[[], Any], timeout: float = 6
 
 def machines_ready(rack: Rack) -> dict[str, dict[str, Any]] | None:
     items = {m["metadata"]["name"]: m for m in rack.get("machines")["items"]}
-    if all((items.get(n, {}).get("status") or {}).get("phase") == "Ready" for n in MACHINES):
+    if all((items.get(n, {}).get("status") or {}).get("phase") == "Ready" for n in ALL_MACHINES):
         return items
     return None
 

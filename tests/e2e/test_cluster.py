@@ -1,9 +1,10 @@
-"""The demo cluster end to end: ``racksmith up --emulate-hosts 6
---apply-emulated-hosts --apply examples/cluster`` (what ``make up`` runs) with
+"""The demo cluster end to end: ``racksmith up --emulate-hosts 10
+--apply-emulated-hosts --apply examples/cluster`` (what ``make up`` runs, plus
+four workers for the maintenance tests) with
 real Ironic, sushy-tools, the emulated ramdisk, the emulated OS boot and the
 host agent with its emulated kubelet, observed with kubectl.
 
-The cluster reaches Ready: 6 Nodes Ready with exactly the MetalK8s role
+The cluster reaches Ready: 10 Nodes Ready with exactly the MetalK8s role
 labels and taints; each host's netplan (in status and on the host) holds its
 own allocated addresses and MACs; no address is allocated twice; re-applying
 every state item changes nothing; deleting a worker Machine returns its host
@@ -23,6 +24,7 @@ import yaml
 
 from racksmith.planners.roles import plan_node_roles
 from tests.e2e.demo import (
+    ALL_MACHINES,
     MACHINES,
     ROLE_PREFIX,
     ROOT,
@@ -46,10 +48,10 @@ def ready(demo_ready: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
                                                    ready: dict[str, dict[str, Any]]) -> None:
     cluster = wait_for(rack, "cluster Ready", lambda: _cluster_ready(rack), timeout=120)
-    assert cluster["status"]["machinesReady"] == 6
-    assert cluster["status"]["machinesTotal"] == 6
+    assert cluster["status"]["machinesReady"] == len(ALL_MACHINES)
+    assert cluster["status"]["machinesTotal"] == len(ALL_MACHINES)
     nodes = {n["metadata"]["name"]: n for n in rack.get("nodes")["items"]}
-    assert sorted(nodes) == sorted(MACHINES)
+    assert sorted(nodes) == sorted(ALL_MACHINES)
     hosts_used = set()
     for name, machine in ready.items():
         node = nodes[name]
@@ -69,7 +71,7 @@ def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
         hosts_used.add(machine["status"]["hostRef"]["name"])
         capacity = node["status"]["capacity"]
         assert int(capacity["cpu"]) > 0 and capacity["memory"]
-    assert len(hosts_used) == 6
+    assert len(hosts_used) == len(ALL_MACHINES)
     # The dedicated roles: masters are tainted, workers are not, infra is.
     assert _taint_keys(nodes["demo-worker-1"]) == set()
     assert _taint_keys(nodes["demo-infra-1"]) == {ROLE_PREFIX + "infra"}
@@ -169,7 +171,7 @@ def test_deleting_a_worker_returns_its_host_and_addresses(
     # The other machines are untouched.
     phases = {m["metadata"]["name"]: (m.get("status") or {}).get("phase")
               for m in rack.get("machines")["items"]}
-    assert phases == {n: "Ready" for n in MACHINES if n != "demo-worker-2"}
+    assert phases == {n: "Ready" for n in ALL_MACHINES if n != "demo-worker-2"}
 
 
 def _cluster_ready(rack: Rack) -> dict[str, Any] | None:

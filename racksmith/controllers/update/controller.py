@@ -126,6 +126,47 @@ def spec_cluster_keys(field: str) -> Any:
     return mapper
 
 
+def _node_digest(obj: Mapping[str, Any]) -> Any:
+    """What of a Node the update reads: readiness, boot ID, cordon, labels, annotations."""
+    meta, status = obj.get("metadata") or {}, obj.get("status") or {}
+    ready = next((c.get("status") for c in status.get("conditions") or []
+                  if c.get("type") == "Ready"), None)
+    return (ready, (status.get("nodeInfo") or {}).get("bootID"),
+            bool((obj.get("spec") or {}).get("unschedulable")),
+            sorted((meta.get("labels") or {}).items()),
+            sorted((meta.get("annotations") or {}).items()))
+
+
+def _lcm_digest(obj: Mapping[str, Any]) -> Any:
+    """What of an LCMMachine the update reads: everything but the agent's heartbeat."""
+    status = dict(obj.get("status") or {})
+    status.pop("heartbeat", None)
+    return (obj.get("spec"), (obj.get("metadata") or {}).get("generation"),
+            repr(sorted(status.items())))
+
+
+def on_change(digest: Any, mapper: Any) -> Any:
+    """Mapper wrapper: drop events whose ``digest`` did not change since the
+    last event of the same object — the kubelet's and the agent's periodic
+    heartbeats, which would otherwise reconcile the whole cluster several
+    times a second on a large fleet. Deletions always pass. A missed change
+    costs at most the active plan's periodic requeue."""
+    seen: dict[ObjectKey, Any] = {}
+
+    def mapped(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        key = key_of(obj)
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            seen.pop(key, None)
+            return list(mapper(obj))
+        value = digest(obj)
+        if key in seen and seen[key] == value:
+            return []
+        seen[key] = value
+        return list(mapper(obj))
+
+    return mapped
+
+
 # --- what one reconcile reads --------------------------------------------------------
 
 
@@ -444,17 +485,21 @@ class UpdateReconciler:
             advanced={m: p for m, p in advanced.items() if m not in finished},
             started=started, finished=finished, firing=firing, remaining=remaining,
             cluster_lock_failed=lock_failed, alert_error=alert_error, now=now))
-        if not decide.same_status(plan.status, status):
-            raw = dict(raw)
-            raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-            if await self.kube.replace(PLANS, raw, status=True) is None:
-                return Done()
+        # The requests go before the status says so: a finished machine is done
+        # by the world (release applied, no request), so a crash in between
+        # repeats nothing, and a Completed plan never has a request left.
         for machine in sorted(finished):
             self.log.info("machine updated", kind="Machine", namespace=key.namespace,
                           name=machine, plan=name)
             await self.flow.finish(self._job(key, world, owner, target, machine))
         if status.phase == PlanPhase.COMPLETED:
             await self.kube.delete(CMRS, None, cmr_name(key.namespace, key.name))
+        if not decide.same_status(plan.status, status):
+            raw = dict(raw)
+            raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if await self.kube.replace(PLANS, raw, status=True) is None:
+                return Done()
+        if status.phase == PlanPhase.COMPLETED:
             self.log.info("update plan completed", kind="ClusterUpdatePlan",
                           namespace=key.namespace, name=name, target=target)
             return Done()
@@ -513,14 +558,14 @@ def update_controller(
     sources = [
         source(CLUSTERS),
         source(MACHINES, spec_cluster_keys("clusterName")),
-        source(LCMMACHINES, spec_cluster_keys("clusterName")),
+        source(LCMMACHINES, on_change(_lcm_digest, spec_cluster_keys("clusterName"))),
         source(PLANS, spec_cluster_keys("cluster")),
         source(GROUPS, index.of_namespace),
         source(AUTOPAUSES, index.of_namespace),
         source(NMRS, index.of_node, scoped=False),
         source(CLUSTER_LOCKS, index.everything, scoped=False),
         source(NODE_LOCKS, index.of_node, scoped=False),
-        source(NODES, index.of_node, scoped=False),
+        source(NODES, on_change(_node_digest, index.of_node), scoped=False),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
 

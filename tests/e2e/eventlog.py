@@ -1,0 +1,249 @@
+"""An event log of the cluster recorded with ``kubectl get --watch``, and the
+replay that checks the maintenance invariants against it.
+
+One ``kubectl get <kind> -A --watch --output-watch-events -o json`` per
+kind runs in the background; every event is kept with its object. The API
+server stamps every write (deletions included) with one global, strictly
+increasing resourceVersion, so sorting the events of all kinds by it gives
+the exact order in which the server committed them — the replay walks that
+order and checks, after every event, what must hold at every moment.
+Restarting the API server (the kill -9 test) restarts the watches; their
+initial listing re-syncs the state, and nothing is written while the server
+is down.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.serverproc import kubectl_path
+
+KINDS = ("nodes", "nodemaintenancerequests", "nodeworkloadlocks", "pods",
+         "poddisruptionbudgets", "clustermaintenancerequests", "machines")
+
+Obj = dict[str, Any]
+
+
+@dataclass(order=True)
+class Event:
+    rv: int
+    kind: str = field(compare=False)
+    type: str = field(compare=False)
+    obj: Obj = field(compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        md = self.obj.get("metadata", {})
+        return self.kind, md.get("namespace", ""), md.get("name", "")
+
+
+class EventLog:
+    """Background watches of ``KINDS``; ``events()`` in commit order."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._events: list[Event] = []
+        self._lock = threading.Lock()
+        self._procs: list[subprocess.Popen[str]] = []
+        self._threads: list[threading.Thread] = []
+
+    def start(self, kubeconfig: Path) -> None:
+        for kind in KINDS:
+            proc = subprocess.Popen(
+                [str(kubectl_path(33)), "get", kind, "-A", "--watch", "--output-watch-events",
+                 "-o", "json", "--request-timeout=0"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                env={"KUBECONFIG": str(kubeconfig), "HOME": str(self.home),
+                     "PATH": "/usr/bin:/bin"})
+            thread = threading.Thread(target=self._read, args=(kind, proc), daemon=True)
+            thread.start()
+            self._procs.append(proc)
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        for proc in self._procs:
+            proc.terminate()
+        for proc in self._procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for thread in self._threads:
+            thread.join(10)
+        self._procs.clear()
+        self._threads.clear()
+
+    def _read(self, kind: str, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        decoder = json.JSONDecoder()
+        buf = ""
+        for chunk in iter(lambda: proc.stdout.readline() if proc.stdout else "", ""):
+            buf += chunk
+            while True:
+                stripped = buf.lstrip()
+                if not stripped:
+                    buf = ""
+                    break
+                try:
+                    doc, end = decoder.raw_decode(stripped)
+                except json.JSONDecodeError:
+                    buf = stripped
+                    break
+                buf = stripped[end:]
+                obj = doc.get("object") or {}
+                rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
+                with self._lock:
+                    self._events.append(Event(rv, kind, str(doc.get("type")), obj))
+
+    def events(self) -> list[Event]:
+        with self._lock:
+            return sorted(self._events)
+
+
+# --- replay --------------------------------------------------------------------------
+
+
+def _ready(node: Obj) -> bool:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Ready":
+            return bool(c.get("status") == "True")
+    return False
+
+
+def _pod_ready(pod: Obj) -> bool:
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _matches(selector: Obj, labels: dict[str, str]) -> bool:
+    want = selector.get("matchLabels") or {}
+    return bool(want) and all(labels.get(k) == v for k, v in want.items())
+
+
+@dataclass
+class World:
+    """The state after a prefix of the log."""
+
+    objects: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
+
+    def apply(self, ev: Event) -> None:
+        if ev.type == "DELETED":
+            self.objects.pop(ev.key, None)
+        else:
+            self.objects[ev.key] = ev.obj
+
+    def of(self, kind: str) -> list[Obj]:
+        return [o for (k, _, _), o in self.objects.items() if k == kind]
+
+
+Check = Callable[[World, Event, World], list[str]]
+
+
+def replay(events: list[Event], checks: list[Check], start_rv: int = 0) -> list[str]:
+    """Run every check after every event newer than ``start_rv``; the problems found."""
+    world = World()
+    problems: list[str] = []
+    for ev in events:
+        before = World(dict(world.objects))
+        world.apply(ev)
+        if ev.rv <= start_rv:
+            continue
+        for check in checks:
+            problems.extend(f"rv {ev.rv} ({ev.type} {ev.kind} {ev.key[2]}): {p}"
+                            for p in check(before, ev, world))
+    return list(dict.fromkeys(problems))
+
+
+def in_maintenance(world: World) -> set[str]:
+    return {o["spec"]["nodeName"] for o in world.of("nodemaintenancerequests")}
+
+
+def etcd_at_most_one_down(etcd_nodes: set[str]) -> Check:
+    """Never two etcd members in maintenance, nor two of them cordoned or NotReady."""
+    def check(_: World, __: Event, w: World) -> list[str]:
+        out = []
+        maint = in_maintenance(w) & etcd_nodes
+        if len(maint) > 1:
+            out.append(f"etcd members {sorted(maint)} in maintenance together")
+        down = {n["metadata"]["name"] for n in w.of("nodes")
+                if n["metadata"]["name"] in etcd_nodes
+                and (n["spec"].get("unschedulable") or not _ready(n))}
+        if len(down) > 1:
+            out.append(f"etcd members {sorted(down)} down together")
+        return out
+    return check
+
+
+def group_limits(groups: dict[str, str], limits: dict[str, int]) -> Check:
+    """At most ``limits[g]`` machines of update group ``g`` in maintenance at once."""
+    def check(_: World, __: Event, w: World) -> list[str]:
+        out = []
+        count: dict[str, list[str]] = {}
+        for node in in_maintenance(w):
+            g = groups.get(node)
+            if g is not None:
+                count.setdefault(g, []).append(node)
+        for g, nodes in count.items():
+            if len(nodes) > limits[g]:
+                out.append(f"group {g} has {sorted(nodes)} in maintenance (limit {limits[g]})")
+        return out
+    return check
+
+
+def pdbs_hold(minimum: dict[str, int]) -> Check:
+    """For PDB ``ns/name`` the Ready pods it selects never drop below ``minimum``
+    once they reached it (the budget is counted only after the workload is up)."""
+    reached: set[str] = set()
+
+    def check(_: World, __: Event, w: World) -> list[str]:
+        out = []
+        pdbs = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p
+                for p in w.of("poddisruptionbudgets")}
+        for key, want in minimum.items():
+            pdb = pdbs.get(key)
+            if pdb is None:
+                continue
+            ns = pdb["metadata"]["namespace"]
+            ready = sum(1 for p in w.of("pods") if p["metadata"].get("namespace") == ns
+                        and _matches(pdb["spec"].get("selector") or {},
+                                     p["metadata"].get("labels") or {}) and _pod_ready(p))
+            if ready >= want:
+                reached.add(key)
+            elif key in reached:
+                out.append(f"PDB {key}: {ready} Ready pods, fewer than {want}")
+        return out
+    return check
+
+
+def drained_only_when_unlocked(exempt: Callable[[Obj], bool]) -> Check:
+    """A pod leaving a node in maintenance (not one its own controller moves,
+    ``exempt``) leaves only when the node is cordoned and every
+    NodeWorkloadLock of the node is inactive."""
+    def check(before: World, ev: Event, w: World) -> list[str]:
+        if ev.kind != "pods" or ev.type != "DELETED":
+            return []
+        pod = before.objects.get(ev.key) or ev.obj
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node or node not in in_maintenance(before) or exempt(pod):
+            return []
+        out = []
+        locks = [lk for lk in before.of("nodeworkloadlocks") if lk["spec"]["nodeName"] == node]
+        active = [lk["metadata"]["name"] for lk in locks
+                  if (lk.get("status") or {}).get("state", "active") != "inactive"]
+        if active:
+            out.append(f"pod {ev.key[1]}/{ev.key[2]} left {node} while locks {active} "
+                       "were not inactive")
+        nodes = {n["metadata"]["name"]: n for n in before.of("nodes")}
+        if node in nodes and not nodes[node]["spec"].get("unschedulable"):
+            out.append(f"pod {ev.key[1]}/{ev.key[2]} left {node} before it was cordoned")
+        return out
+    return check
