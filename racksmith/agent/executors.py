@@ -8,7 +8,7 @@ dry run. An up-to-date item proposes nothing, so re-applying on an
 unchanged host reports ``changed=False`` for every item.
 
 All host access goes through the ``Host`` seam (``host``); the built-in
-``kubectl cordon|uncordon <node>`` of an emulated host goes through
+``kubectl cordon|uncordon <node>`` (any host) goes through
 :class:`NodeControl` (the API). Called by ``loop`` for every item, in order.
 Raises :class:`ItemError` for bad parameters and ``HostError`` when the host
 refuses; both messages end up in the item's status. An item with
@@ -251,7 +251,11 @@ async def _command(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
             return []
     unless = params.get("unless")
     unless_argv = _argv(unless, ctx.node_name, "unless") if unless is not None else None
-    builtin = _builtin_kubectl(params["command"], ctx.node_name) if host.emulated else None
+    # ``kubectl cordon|uncordon <node>`` is done through the agent's own API
+    # access on every host (a real host need not hold a kubeconfig), and its
+    # ``creates`` marks it done, so it runs once per host life and never
+    # undoes a maintenance cordon on a later pass.
+    builtin = _builtin_kubectl(params["command"], ctx.node_name)
     if builtin is not None:
         return await _kubectl_builtin(*builtin, ctx, creates)
 
@@ -282,7 +286,7 @@ async def _command(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
 
 async def _kubectl_builtin(verb: str, node: str, ctx: ExecContext,
                            creates: str | None = None) -> list[Action]:
-    """The emulated ``kubectl cordon|uncordon <node>``: patch the Node through
+    """The built-in ``kubectl cordon|uncordon <node>``: patch the Node through
     the API when it differs, then touch ``creates`` (if given) so the item
     runs once per host life, like any other guarded command."""
     if ctx.nodes is None:

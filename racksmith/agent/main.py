@@ -84,7 +84,7 @@ async def run_agent(
         kubelet = EmulatedKubelet(host, kube, config.node_name, clock, timing) \
             if emulated else None
         ctx = ExecContext(host=host, node_name=config.node_name, server=config.server,
-                          nodes=kube if emulated else None, dry_run=dry_run)
+                          nodes=kube, dry_run=dry_run)
         if kubelet is not None and not dry_run:
             ctx.on_kubelet_conf = _kubelet_starter(kubelet)
         loop = ReconcileLoop(kube, config.namespace, config.lcm_machine, ctx, clock, timing,

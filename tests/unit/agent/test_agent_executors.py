@@ -250,6 +250,22 @@ async def test_emulated_kubectl_honours_creates(emulated: ExecContext, tmp_path:
     assert nodes.patches == [False] and nodes.unschedulable is True
 
 
+async def test_real_host_kubectl_uncordon_goes_through_the_api_once(tmp_path: Path) -> None:
+    """A real host needs no kubeconfig: the built-in patches the Node through
+    the agent's API access, runs no process, and touches its guard."""
+    runner = Recorder()
+    nodes = FakeNodes(unschedulable=True)
+    ctx = real_ctx(tmp_path, runner, nodes=nodes)
+    it = item("command", "uncordon", "uncordon", command=["kubectl", "uncordon", "$(NODE_NAME)"],
+              creates="/var/lib/racksmith/uncordoned")
+    assert await executors.apply(it, ctx) is True
+    assert nodes.patches == [False] and runner.calls == []
+    assert (tmp_path / "var/lib/racksmith/uncordoned").exists()
+    nodes.unschedulable = True
+    assert await executors.apply(it, ctx) is False
+    assert nodes.unschedulable is True
+
+
 async def test_emulated_kubectl_creates_on_an_uncordoned_node(emulated: ExecContext,
                                                              tmp_path: Path) -> None:
     nodes = FakeNodes(unschedulable=False)
