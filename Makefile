@@ -52,6 +52,7 @@ bench: install
 	$(BIN)/python bench/ipam.py
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/volumes.py
+	$(BIN)/python bench/update.py
 
 clean:
 	rm -rf $(VENV) $(IRONIC_VENV) .mypy_cache .ruff_cache
