@@ -8,7 +8,7 @@ and ``Role`` types that LCMMachine renders. Node roles follow MetalK8s.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
@@ -94,7 +94,7 @@ class ClusterUpdatePolicy(RacksmithModel):
     on_drain_timeout: DrainTimeoutAction = Field(
         default=DrainTimeoutAction.PAUSE, description="What a blocked drain does to the plan."
     )
-    max_unavailable: dict[str, int] = Field(
+    max_unavailable: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict,
         description="Label key (e.g. metal.racksmith.io/rack, topology.kubernetes.io/zone) → "
         "how many machines sharing one value of it may be in maintenance at once.",

@@ -442,6 +442,28 @@ async def test_racksmith_kind_missing_required_bmc_fields(api: Api) -> None:
     assert created["spec"]["bootMode"] == "UEFI"  # defaulted
 
 
+async def test_cluster_update_policy_rejected_with_field_paths(api: Api) -> None:
+    """Issue 6's policy: a zero drain timeout, a zero rack limit and an unknown
+    drain-timeout action are refused, each named, and nothing is written."""
+    path = "/apis/cluster.racksmith.io/v1alpha1/namespaces/default/clusters"
+    cluster = {"apiVersion": "cluster.racksmith.io/v1alpha1", "kind": "Cluster",
+               "metadata": {"name": "demo"},
+               "spec": {"release": "r1", "update": {
+                   "drainTimeoutSeconds": 0, "onDrainTimeout": "Ignore",
+                   "maxUnavailable": {"metal.racksmith.io/rack": 0}}}}
+    with nothing_written(api.server):
+        r = await api.post(path, cluster)
+        st = assert_status(r, 422, "Invalid")
+        fields = " ".join(c.get("field", "") for c in st["details"]["causes"])
+        for name in ("spec.update.drainTimeoutSeconds", "spec.update.onDrainTimeout",
+                     "spec.update.maxUnavailable"):
+            assert name in fields, st
+    await assert_absent(api, f"{path}/demo")
+    cluster["spec"]["update"] = {"maxUnavailable": {"metal.racksmith.io/rack": 1}}
+    created = await api.ok("POST", path, cluster)
+    assert created["spec"]["update"]["drainTimeoutSeconds"] == 600  # defaulted
+
+
 async def test_field_validation_strict_unknown_field(api: Api) -> None:
     body = widget("w1")
     body["spec"]["bogus"] = 1
