@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 IRONIC_VENV := .ironic-venv
 IRONIC_STAMP := $(IRONIC_VENV)/.installed
 IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
-DEBS := xfsprogs genisoimage ipmitool
+DEBS := xfsprogs genisoimage ipmitool chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install up test test-unit test-integration test-e2e bench lint clean debs

@@ -55,6 +55,8 @@ class ApiServer:
     metrics: Callable[[], bytes] | None = None
     extra_routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] \
         = field(default_factory=list)
+    public: Callable[[str], bool] = lambda _path: False
+    """Paths of ``extra_routes`` served without a token."""
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.config.data_dir)
@@ -106,7 +108,7 @@ class ApiServer:
         app = build_app(self.registry, self.service, HttpConfig(
             tokens=tokens, anonymous=self.config.insecure_http,
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
-            metrics=self.metrics, extra_routes=self.extra_routes))
+            metrics=self.metrics, extra_routes=self.extra_routes, public=self.public))
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
                                      shutdown_timeout=2.0)
         await self._runner.setup()

@@ -21,6 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from racksmith import console
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.manifests import load_manifests
 from racksmith.app.progress import follow_clusters
@@ -88,7 +89,9 @@ class Racksmith:
         self.server = ApiServer(
             ApiServerConfig(data_dir=s.data_dir, host=s.host, port=s.port,
                             insecure_http=s.insecure_http),
-            ready=self.ready, metrics=self._metrics)
+            ready=self.ready, metrics=self._metrics,
+            extra_routes=console.routes(lambda: self.alertmanager_url) if s.console else [],
+            public=console.is_public if s.console else (lambda _path: False))
         await self.server.start(bootstrap=all_crds())
         self._server_started = True
         self.on_step(f"API server on {self.server.url}")

@@ -42,3 +42,5 @@ class Settings:
     the built-in alert source (port kept in DIR/ports.json)."""
     reference_workloads: bool = True
     """With emulated hosts, run the reference workload controller."""
+    console: bool = True
+    """Serve the web console under /console/ on the API server's port."""

@@ -50,6 +50,9 @@ def _run(rs: Racksmith, progress: bool) -> None:
             # The kubeconfig path goes to stdout: scripts read it from there.
             print(f"kubeconfig: {server.kubeconfig_path}", flush=True)
             print(f"readyz: {server.url}/readyz", flush=True)
+            if rs.settings.console:
+                print(f"console: {server.url}/console/ (log in with the token in "
+                      f"{server.kubeconfig_path})", flush=True)
             if progress:
                 console.print(f"[bold green]ready[/]: export KUBECONFIG={server.kubeconfig_path}"
                               "; kubectl get crds")
@@ -93,6 +96,8 @@ def up(
     no_reference_workloads: bool = typer.Option(False, "--no-reference-workloads",
                                                 help="With --emulate-hosts, do not run the "
                                                 "reference workload controller."),
+    no_console: bool = typer.Option(False, "--no-console",
+                                    help="Do not serve the web console (/console/)."),
 ) -> None:
     """Start the API server, Ironic and every controller in the foreground."""
     if emulate_hosts < 0:
@@ -107,7 +112,8 @@ def up(
                         ironic_port=ironic_port, with_ironic=not no_ironic,
                         apply=list(apply), leader_election=leader_election,
                         log_level=log_level, alertmanager_url=alertmanager_url or None,
-                        reference_workloads=not no_reference_workloads)
+                        reference_workloads=not no_reference_workloads,
+                        console=not no_console)
     _run(Racksmith(settings), progress)
 
 

@@ -61,6 +61,8 @@ class HttpConfig:
     metrics: Callable[[], bytes] | None = None
     extra_routes: list[tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]] \
         = field(default_factory=list)
+    public: Callable[[str], bool] = lambda _path: False
+    """Extra paths served without a token (the console's static assets)."""
 
 
 def _json(data: Any, status: int = 200, *, content_type: str = "application/json",
@@ -102,7 +104,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
     async def auth_middleware(request: web.Request,
                               handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                               ) -> web.StreamResponse:
-        if request.path not in PUBLIC_PATHS:
+        if request.path not in PUBLIC_PATHS and not config.public(request.path):
             header = request.headers.get("Authorization", "")
             user: User | None = None
             if header.startswith("Bearer "):

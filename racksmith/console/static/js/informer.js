@@ -1,0 +1,207 @@
+// Owns: list+watch caches of API collections, shared by every view that
+// shows the same collection (one LIST, then one WATCH stream per URL).
+// Protocol: the first LIST page (limit 100) is shown at once; the rest
+// follow (limit 1000) with `synced` false until the last page; the WATCH
+// starts at the first page's resourceVersion (so nothing between pages is
+// missed; replays are idempotent), with bookmarks; a dropped stream resumes
+// from the last resourceVersion seen, 410 Gone relists. Subscribers are
+// called at most once per animation frame.
+
+import { ApiError, get, keyOf, token } from "./api.js";
+
+const STOP_GRACE_MS = 30000;
+const instances = new Map();
+
+const schedule = typeof requestAnimationFrame === "function"
+  ? (fn) => requestAnimationFrame(fn) : (fn) => setTimeout(fn, 16);
+
+export class Informer {
+  constructor(path, query = {}) {
+    this.path = path;
+    this.query = query;
+    this.items = new Map();
+    this.synced = false;
+    this.error = null;
+    this.rv = "";
+    this.subs = new Set();
+    this.abort = null;
+    this.running = false;
+    this.pending = false;
+    this.stopTimer = null;
+    this.generation = 0;
+  }
+
+  /** Objects as an array (insertion order). */
+  list() { return Array.from(this.items.values()); }
+
+  get(key) { return this.items.get(key); }
+
+  subscribe(fn) {
+    this.subs.add(fn);
+    if (this.stopTimer) { clearTimeout(this.stopTimer); this.stopTimer = null; }
+    if (!this.running) this.start();
+    else if (this.items.size || this.synced) schedule(() => fn(this));
+    return () => {
+      this.subs.delete(fn);
+      if (!this.subs.size) {
+        this.stopTimer = setTimeout(() => this.stop(), STOP_GRACE_MS);
+      }
+    };
+  }
+
+  notify() {
+    if (this.pending) return;
+    this.pending = true;
+    schedule(() => {
+      this.pending = false;
+      for (const fn of Array.from(this.subs)) {
+        try { fn(this); } catch (e) { console.error(e); }
+      }
+    });
+  }
+
+  url(extra) {
+    const q = new URLSearchParams({ ...this.query, ...extra });
+    return `${this.path}?${q}`;
+  }
+
+  start() {
+    this.running = true;
+    const gen = ++this.generation;
+    this.run(gen).catch((e) => console.error(e));
+  }
+
+  stop() {
+    this.running = false;
+    this.generation++;
+    if (this.abort) this.abort.abort();
+    instances.delete(this.cacheKey);
+  }
+
+  async relist(gen) {
+    const fresh = new Map();
+    let first = true;
+    let cont = "";
+    let rv = "";
+    do {
+      const page = await get(this.url(cont ? { limit: 1000, continue: cont }
+                                            : { limit: first ? 100 : 1000 }));
+      if (gen !== this.generation) return false;
+      if (first) rv = page.metadata.resourceVersion;
+      for (const o of page.items) fresh.set(keyOf(o), o);
+      cont = page.metadata.continue || "";
+      if (first || !cont) {
+        this.items = first && cont ? new Map(fresh) : fresh;
+        this.synced = !cont;
+        this.notify();
+      }
+      first = false;
+    } while (cont);
+    this.items = fresh;
+    this.synced = true;
+    this.rv = rv;
+    this.error = null;
+    this.notify();
+    return true;
+  }
+
+  async run(gen) {
+    let backoff = 500;
+    let needList = true;
+    while (gen === this.generation) {
+      try {
+        if (needList) {
+          if (!(await this.relist(gen))) return;
+          needList = false;
+        }
+        const expired = await this.watch(gen);
+        if (expired) needList = true;
+        backoff = 500;
+      } catch (e) {
+        if (gen !== this.generation) return;
+        if (e instanceof ApiError && e.code === 410) { needList = true; continue; }
+        this.error = e instanceof ApiError ? e.message : `connection lost (${e.message || e})`;
+        this.notify();
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, 5000);
+      }
+    }
+  }
+
+  /** Follow the watch stream; true when the resourceVersion expired. */
+  async watch(gen) {
+    this.abort = new AbortController();
+    const resp = await fetch(this.url({ watch: "1", resourceVersion: this.rv,
+                                        allowWatchBookmarks: "true", timeoutSeconds: 300 }), {
+      headers: { Authorization: `Bearer ${token()}`, Accept: "application/json" },
+      signal: this.abort.signal, cache: "no-store",
+    });
+    if (!resp.ok) {
+      let status = null;
+      try { status = await resp.json(); } catch (_e) { status = null; }
+      throw new ApiError(resp.status, status);
+    }
+    if (this.error) { this.error = null; this.notify(); }
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || gen !== this.generation) return false;
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line) continue;
+        const ev = JSON.parse(line);
+        if (ev.type === "ERROR") {
+          if (ev.object && ev.object.code === 410) { reader.cancel(); return true; }
+          throw new ApiError((ev.object && ev.object.code) || 500, ev.object);
+        }
+        const obj = ev.object || {};
+        const rv = obj.metadata && obj.metadata.resourceVersion;
+        if (rv) this.rv = rv;
+        if (ev.type === "BOOKMARK") continue;
+        const key = keyOf(obj);
+        if (ev.type === "DELETED") this.items.delete(key);
+        else this.items.set(key, obj);
+        this.notify();
+      }
+    }
+  }
+}
+
+/** The shared informer of a collection URL (+ selectors). */
+export function informer(path, query = {}) {
+  const cacheKey = `${path}?${new URLSearchParams(query)}`;
+  let inf = instances.get(cacheKey);
+  if (!inf) {
+    inf = new Informer(path, query);
+    inf.cacheKey = cacheKey;
+    instances.set(cacheKey, inf);
+  }
+  return inf;
+}
+
+/**
+ * Subscribe `render` to several informers; it is called (coalesced) with
+ * no arguments whenever any of them changes. Returns the unsubscribe.
+ */
+export function follow(informers, render) {
+  let queued = false;
+  const fire = () => {
+    if (queued) return;
+    queued = true;
+    schedule(() => { queued = false; render(); });
+  };
+  const unsubs = informers.map((inf) => inf.subscribe(fire));
+  fire();
+  return () => unsubs.forEach((u) => u());
+}
+
+/** Forget every informer (logout). */
+export function stopAll() {
+  for (const inf of Array.from(instances.values())) inf.stop();
+  instances.clear();
+}
