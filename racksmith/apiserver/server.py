@@ -28,7 +28,7 @@ from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.http.app import HttpConfig, build_app
 from racksmith.apiserver.lifecycle import Lifecycle
 from racksmith.apiserver.registry import Registry
-from racksmith.apiserver.service import ResourceService, WriteOptions
+from racksmith.apiserver.service import PATCH_APPLY, ResourceService, WriteOptions
 from racksmith.apiserver.store.sqlite import SqliteStore
 
 Obj = dict[str, Any]
@@ -137,14 +137,31 @@ class ApiServer:
                 if exc.code != 409:
                     raise
 
-    async def apply(self, obj: Obj, manager: str = "racksmith") -> Obj:
-        """Create or update ``obj`` (a whole object), idempotently."""
+    async def apply(self, obj: Obj, manager: str = "racksmith", *,
+                    server_side: bool = False) -> Obj:
+        """Create or update ``obj`` idempotently.
+
+        ``server_side=False`` (objects Racksmith owns whole: its CRDs,
+        namespaces, the agent config): the object is replaced, status kept.
+        ``server_side=True`` (an operator's ``--apply`` manifests): a
+        server-side apply by ``manager`` (not forced: a field another manager
+        changed is a 409 conflict), so fields other managers set since (a
+        controller's ``spec.consumerRef``, ``spec.image``...) survive a
+        restart that applies the same manifests again.
+        """
         api_version = obj.get("apiVersion", "")
         info = self.registry.find_kind(api_version, obj.get("kind", ""))
         if info is None:
             raise ValueError(f"unknown kind {api_version}/{obj.get('kind')}")
         meta = obj.get("metadata", {})
         ns = meta.get("namespace", "default") if info.namespaced else ""
+        if server_side:
+            body = copy.deepcopy(obj)
+            if info.namespaced:
+                body.setdefault("metadata", {})["namespace"] = ns
+            res = await self.service.patch(info, ns, meta["name"], PATCH_APPLY, body,
+                                           WriteOptions(field_manager=manager))
+            return res.obj
         opts = WriteOptions(field_manager=manager)
         try:
             current = await self.service.get(info, ns, meta["name"])

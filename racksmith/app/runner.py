@@ -22,6 +22,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from racksmith import console
+from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.manifests import load_manifests
 from racksmith.app.progress import follow_clusters
@@ -73,6 +74,23 @@ class Racksmith:
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _server_started: bool = False
 
+    async def _apply_manifest(self, obj: dict[str, Any]) -> None:
+        """Server-side apply of one ``--apply`` object (manager racksmith-apply,
+        not forced). A restart re-applies the same manifests: fields others
+        set since survive; a field someone else changed to another value
+        (``kubectl patch`` of the cluster's release, say) is a conflict — the
+        object is left as it is and the conflict logged, never overwritten."""
+        assert self.server is not None
+        try:
+            await self.server.apply(obj, manager="racksmith-apply", server_side=True)
+        except ApiError as exc:
+            if exc.code != 409:
+                raise
+            meta = obj.get("metadata") or {}
+            log.warning("--apply left %s %s as it is: %s", obj.get("kind"),
+                        "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x),
+                        exc.message)
+
     def ready(self) -> bool:
         if self.server is None or not self._server_started:
             return False
@@ -104,7 +122,7 @@ class Racksmith:
         if manifests:
             self.on_step(f"applying {len(manifests)} manifest path(s)")
             for obj in load_manifests(manifests):
-                await self.server.apply(obj, manager="racksmith-apply")
+                await self._apply_manifest(obj)
         if self.with_controllers:
             self.on_step("starting controllers")
             self._client = await api_client_from_kubeconfig(self.server.kubeconfig_path)

@@ -40,6 +40,18 @@ data:
 """
 
 
+TUNED = """\
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tuned
+  namespace: runner-it
+data:
+  level: low
+"""
+
+
 def tls_from_kubeconfig(path: Path) -> tuple[str, ssl.SSLContext, str]:
     """(server URL, SSL context trusting the kubeconfig's CA, bearer token)."""
     config: dict[str, Any] = yaml.safe_load(path.read_text())
@@ -116,9 +128,12 @@ async def test_racksmith_starts_applies_serves_and_stops(tmp_path: Path) -> None
 
 async def test_racksmith_restart_on_the_same_data_dir_is_idempotent(tmp_path: Path) -> None:
     """A second start on the same data dir re-applies the manifests (no
-    conflict), takes the Lease the first run released, and is ready again."""
+    conflict), takes the Lease the first run released, and is ready again.
+    Fields another manager set in between survive the re-apply (a server-side
+    apply, not a replace: a controller's spec.consumerRef or spec.image on a
+    BareMetalHost of `make up`'s manifests must not be wiped by a restart)."""
     manifest = tmp_path / "objects.yaml"
-    manifest.write_text(MANIFEST)
+    manifest.write_text(MANIFEST + TUNED)
     settings = Settings(data_dir=tmp_path / "data", port=0, apply=[manifest], with_ironic=False)
     identities = []
     for _ in range(2):
@@ -135,8 +150,23 @@ async def test_racksmith_restart_on_the_same_data_dir_is_idempotent(tmp_path: Pa
                     "racksmith-controllers", "kube-system"
                 )
                 assert lease.spec.holder_identity == app.manager.identity
-                cm = await CoreV1Api(client).read_namespaced_config_map("settings", "runner-it")
-                assert cm.data == {"answer": "42"}
+                core = CoreV1Api(client)
+                cm = await core.read_namespaced_config_map("settings", "runner-it")
+                if not identities[:-1]:
+                    assert cm.data == {"answer": "42"}
+                    await core.patch_namespaced_config_map(
+                        "settings", "runner-it", {"data": {"claimed-by": "a-controller"}},
+                        field_manager="a-controller")
+                    # an operator changes a field the manifest sets
+                    await core.patch_namespaced_config_map(
+                        "tuned", "runner-it", {"data": {"level": "high"}},
+                        field_manager="an-operator")
+                else:
+                    # re-applied: the manifest's fields are there, the others kept
+                    assert cm.data == {"answer": "42", "claimed-by": "a-controller"}
+                    # a conflicting field is not overwritten
+                    tuned = await core.read_namespaced_config_map("tuned", "runner-it")
+                    assert tuned.data == {"level": "high"}
             finally:
                 await client.close()
         finally:

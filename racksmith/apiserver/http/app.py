@@ -9,6 +9,7 @@ semantics live in :mod:`racksmith.apiserver.service`.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,26 @@ class HttpConfig:
     """Extra paths served without a token (the console's static assets)."""
 
 
+WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
+
+
+def _websocket_bearer(request: web.Request) -> str:
+    """A bearer token offered as a WebSocket subprotocol (browsers cannot set
+    headers on a WebSocket; kube-apiserver's convention), as a header value."""
+    if request.headers.get("Upgrade", "").lower() != "websocket":
+        return ""
+    for proto in request.headers.get("Sec-WebSocket-Protocol", "").split(","):
+        proto = proto.strip()
+        if proto.startswith(WS_BEARER_PREFIX):
+            raw = proto[len(WS_BEARER_PREFIX):]
+            try:
+                token = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
+            except (ValueError, UnicodeDecodeError):
+                return "Bearer "
+            return f"Bearer {token}"
+    return ""
+
+
 def _json(data: Any, status: int = 200, *, content_type: str = "application/json",
           warnings: list[str] | None = None) -> web.Response:
     resp = web.Response(body=orjson.dumps(data), status=status, content_type=None)
@@ -105,7 +126,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                               handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                               ) -> web.StreamResponse:
         if request.path not in PUBLIC_PATHS and not config.public(request.path):
-            header = request.headers.get("Authorization", "")
+            header = request.headers.get("Authorization", "") or _websocket_bearer(request)
             user: User | None = None
             if header.startswith("Bearer "):
                 user = config.tokens.get(header[7:].strip())

@@ -7,6 +7,9 @@ or one ERROR event with a 410 ``Expired`` Status when N is compacted away),
 matching is sent as DELETED, one that starts matching as ADDED), BOOKMARK
 events, ``timeoutSeconds``, Table-formatted events, and ending the stream
 when the client goes away (aiohttp does not cancel the handler for us).
+The same stream is served over WebSocket when the request asks for an
+upgrade (one event per text message; the subprotocol ``watch.racksmith.io``),
+which is how the web console watches many collections at once.
 """
 
 from __future__ import annotations
@@ -46,6 +49,86 @@ class WatchParams:
         self.partial = partial
 
 
+WEBSOCKET_PROTOCOL = "watch.racksmith.io"
+"""The subprotocol a browser offers for a watch over WebSocket (with its token
+in a second one, ``base64url.bearer.authorization.k8s.io.<token>``, as
+kube-apiserver accepts): the server selects this one, never the token."""
+
+
+def is_websocket(request: web.Request) -> bool:
+    return request.headers.get("Upgrade", "").lower() == "websocket"
+
+
+class _HttpSink:
+    """A watch as a chunked HTTP response of JSON lines (kubectl, clients)."""
+
+    def __init__(self) -> None:
+        self.response = web.StreamResponse(status=200, headers={
+            "Content-Type": "application/json", "Cache-Control": "no-cache, private"})
+        self.gone = False
+
+    async def prepare(self, request: web.Request) -> None:
+        self.response.enable_chunked_encoding()
+        await self.response.prepare(request)
+
+    async def send(self, data: bytes) -> bool:
+        try:
+            await self.response.write(data)
+        except (ConnectionResetError, ConnectionError, RuntimeError):
+            return False
+        return True
+
+    async def close(self) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.response.write_eof()
+
+
+class _WebSocketSink:
+    """A watch over WebSocket, one event per text message (browsers: an
+    HTTP/1.1 page may hold only 6 connections to a host, WebSockets do not
+    count against that). Messages from the client are read and dropped; a
+    close from the client ends the watch."""
+
+    def __init__(self) -> None:
+        self.response = web.WebSocketResponse(protocols=(WEBSOCKET_PROTOCOL,), heartbeat=30.0,
+                                              autoping=True)
+        self.gone = False
+        self._reader: asyncio.Task[None] | None = None
+
+    async def prepare(self, request: web.Request) -> None:
+        await self.response.prepare(request)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        try:
+            async for _msg in self.response:
+                pass
+        finally:
+            self.gone = True
+
+    async def send(self, data: bytes) -> bool:
+        if self.gone or self.response.closed:
+            return False
+        try:
+            for line in data.split(b"\n"):
+                if line:
+                    await self.response.send_str(line.decode())
+        except (ConnectionResetError, ConnectionError, RuntimeError):
+            return False
+        return True
+
+    async def close(self) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.response.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+
+
+_Sink = _HttpSink | _WebSocketSink
+
+
 def _client_gone(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
@@ -64,10 +147,8 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     else:
         since = -1
 
-    resp = web.StreamResponse(status=200, headers={
-        "Content-Type": "application/json", "Cache-Control": "no-cache, private"})
-    resp.enable_chunked_encoding()
-    await resp.prepare(request)
+    sink: _Sink = (_WebSocketSink() if is_websocket(request) else _HttpSink())
+    await sink.prepare(request)
 
     def render(event_type: str, obj: Obj) -> bytes:
         obj = service.present(info, obj)
@@ -79,12 +160,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
             payload = obj
         return orjson.dumps({"type": event_type, "object": payload}) + b"\n"
 
-    async def send(data: bytes) -> bool:
-        try:
-            await resp.write(data)
-        except (ConnectionResetError, ConnectionError, RuntimeError):
-            return False
-        return True
+    send = sink.send
 
     selective = label is not None or fieldsel is not None
     matched: set[tuple[str, str]] = set()
@@ -105,12 +181,12 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
         meta = obj["metadata"]
         matched.add((meta.get("namespace", ""), meta["name"]))
         if not await send(render("ADDED", obj)):
-            return resp
+            return sink.response
     last_rv = since
     if params.send_initial_events and params.bookmarks:
         bookmark = _bookmark(info, last_rv, initial_end=True)
         if not await send(orjson.dumps({"type": "BOOKMARK", "object": bookmark}) + b"\n"):
-            return resp
+            return sink.response
 
     timeout = params.timeout_seconds or random.randint(*DEFAULT_TIMEOUT)
     loop = asyncio.get_running_loop()
@@ -131,7 +207,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     try:
         while True:
             now = loop.time()
-            if now >= deadline or _client_gone(request):
+            if now >= deadline or _client_gone(request) or sink.gone:
                 break
             wait = min(POLL_INTERVAL, deadline - now)
             try:
@@ -190,9 +266,8 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
         pump_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await pump_task
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        await resp.write_eof()
-    return resp
+    await sink.close()
+    return sink.response
 
 
 async def _push_front(queue: asyncio.Queue[Any], item: Any) -> None:

@@ -73,8 +73,7 @@ function showLogin() {
       await checkToken(t);
       setToken(t);
       loginMessage = "";
-      location.hash = "#/overview";
-      route();
+      ctx.navigate("#/overview");
     } catch (e) {
       err.setAttribute("role", "alert");
       err.textContent = e.code === 401
@@ -90,7 +89,10 @@ function showLogin() {
   input.focus();
 }
 
+let routeSeq = 0;
+
 async function route() {
+  const seq = ++routeSeq;
   if (unmount) { try { unmount(); } catch (e) { console.error(e); } unmount = null; }
   if (!token()) {
     if (location.hash !== "#/login") history.replaceState(null, "", "#/login");
@@ -116,13 +118,14 @@ async function route() {
   const params = m.slice(1).map((p) => (p === undefined ? p : decodeURIComponent(p)));
   try {
     const module = await import(`./pages/${mod}.js`);
-    if (location.hash !== hash) return;
+    if (seq !== routeSeq || location.hash !== hash) return;
     fill(page);
     unmount = module.mount(page, params, ctx) || null;
     const h1 = page.querySelector("h1");
     document.title = `${h1 ? h1.textContent : "Racksmith"} · Racksmith console`;
   } catch (e) {
     console.error(e);
+    if (seq !== routeSeq) return;
     fill(page, h("h1", {}, "Error"), h("p", { role: "alert" }, String(e.message || e)));
   }
 }
@@ -131,8 +134,7 @@ function logout(message = "") {
   clearToken();
   stopAll();
   loginMessage = message;
-  location.hash = "#/login";
-  route();
+  ctx.navigate("#/login");
 }
 
 setUnauthorizedHandler(() => logout("Your token was refused (401 Unauthorized); log in again."));

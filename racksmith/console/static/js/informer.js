@@ -4,12 +4,20 @@
 // follow (limit 1000) with `synced` false until the last page; the WATCH
 // starts at the first page's resourceVersion (so nothing between pages is
 // missed; replays are idempotent), with bookmarks; a dropped stream resumes
-// from the last resourceVersion seen, 410 Gone relists. Subscribers are
+// from the last resourceVersion seen, 410 Gone relists; the WATCH is a
+// WebSocket (see watch()). Subscribers are
 // called at most once per animation frame.
 
 import { ApiError, get, keyOf, token } from "./api.js";
 
-const STOP_GRACE_MS = 30000;
+const STOP_GRACE_MS = 5000;
+const WATCH_PROTOCOL = "watch.racksmith.io";
+const BEARER_PROTOCOL = "base64url.bearer.authorization.k8s.io.";
+
+const b64url = (t) => btoa(t).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+/** A watch connection that failed or broke: relist (the LIST says why, e.g. 401). */
+class WatchBroken extends Error {}
 const instances = new Map();
 
 const schedule = typeof requestAnimationFrame === "function"
@@ -24,7 +32,7 @@ export class Informer {
     this.error = null;
     this.rv = "";
     this.subs = new Set();
-    this.abort = null;
+    this.socket = null;
     this.running = false;
     this.pending = false;
     this.stopTimer = null;
@@ -74,7 +82,7 @@ export class Informer {
   stop() {
     this.running = false;
     this.generation++;
-    if (this.abort) this.abort.abort();
+    if (this.socket) this.socket.close();
     instances.delete(this.cacheKey);
   }
 
@@ -120,6 +128,7 @@ export class Informer {
       } catch (e) {
         if (gen !== this.generation) return;
         if (e instanceof ApiError && e.code === 410) { needList = true; continue; }
+        if (e instanceof WatchBroken) needList = true;
         this.error = e instanceof ApiError ? e.message : `connection lost (${e.message || e})`;
         this.notify();
         await new Promise((r) => setTimeout(r, backoff));
@@ -128,47 +137,57 @@ export class Informer {
     }
   }
 
-  /** Follow the watch stream; true when the resourceVersion expired. */
-  async watch(gen) {
-    this.abort = new AbortController();
-    const resp = await fetch(this.url({ watch: "1", resourceVersion: this.rv,
-                                        allowWatchBookmarks: "true", timeoutSeconds: 300 }), {
-      headers: { Authorization: `Bearer ${token()}`, Accept: "application/json" },
-      signal: this.abort.signal, cache: "no-store",
-    });
-    if (!resp.ok) {
-      let status = null;
-      try { status = await resp.json(); } catch (_e) { status = null; }
-      throw new ApiError(resp.status, status);
-    }
-    if (this.error) { this.error = null; this.notify(); }
-    const reader = resp.body.getReader();
-    const decoder = new TextDecoder();
-    let buf = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done || gen !== this.generation) return false;
-      buf += decoder.decode(value, { stream: true });
-      let nl;
-      while ((nl = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (!line) continue;
-        const ev = JSON.parse(line);
+  /**
+   * Follow the watch over a WebSocket (one event per message; the token
+   * travels as a subprotocol, as kube-apiserver accepts, since a browser
+   * cannot set headers on a WebSocket — and WebSockets do not count against
+   * the six HTTP/1.1 connections a page may hold to one host). Resolves true
+   * when the resourceVersion expired (410), false when the server ended the
+   * stream; rejects when the connection could not be opened or broke.
+   */
+  watch(gen) {
+    return new Promise((resolve, reject) => {
+      const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+      const url = `${scheme}//${location.host}${this.url({ watch: "1", resourceVersion: this.rv,
+        allowWatchBookmarks: "true", timeoutSeconds: 300 })}`;
+      const ws = new WebSocket(url, [WATCH_PROTOCOL, BEARER_PROTOCOL + b64url(token())]);
+      this.socket = ws;
+      let opened = false;
+      let expired = false;
+      let failure = null;
+      ws.onopen = () => {
+        opened = true;
+        if (this.error) { this.error = null; this.notify(); }
+      };
+      ws.onmessage = (msg) => {
+        if (gen !== this.generation) { ws.close(); return; }
+        let ev;
+        try { ev = JSON.parse(msg.data); } catch (_e) { return; }
         if (ev.type === "ERROR") {
-          if (ev.object && ev.object.code === 410) { reader.cancel(); return true; }
-          throw new ApiError((ev.object && ev.object.code) || 500, ev.object);
+          const st = ev.object || {};
+          if (st.code === 410) expired = true;
+          else failure = new ApiError(st.code || 500, st);
+          ws.close();
+          return;
         }
         const obj = ev.object || {};
         const rv = obj.metadata && obj.metadata.resourceVersion;
         if (rv) this.rv = rv;
-        if (ev.type === "BOOKMARK") continue;
+        if (ev.type === "BOOKMARK") return;
         const key = keyOf(obj);
         if (ev.type === "DELETED") this.items.delete(key);
         else this.items.set(key, obj);
         this.notify();
-      }
-    }
+      };
+      ws.onclose = (ev) => {
+        if (this.socket === ws) this.socket = null;
+        if (failure) reject(failure);
+        else if (expired) resolve(true);
+        else if (!opened || (ev.code !== 1000 && gen === this.generation)) {
+          reject(new WatchBroken(opened ? `watch closed (${ev.code})` : "watch refused"));
+        } else resolve(false);
+      };
+    });
   }
 }
 
