@@ -44,7 +44,7 @@ lint: install
 	$(BIN)/lint-imports
 
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=25 tests
 
 bench: install
 	$(BIN)/python bench/apiserver.py
@@ -53,6 +53,7 @@ bench: install
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/volumes.py
 	$(BIN)/python bench/update.py
+	$(BIN)/python bench/console.py
 
 clean:
 	rm -rf $(VENV) $(IRONIC_VENV) .mypy_cache .ruff_cache

@@ -94,9 +94,9 @@ def routes(alertmanager_url: Callable[[], str | None] = lambda: None) -> list[Ro
                 async with aiohttp.ClientSession(timeout=timeout) as session, session.get(
                         url.rstrip("/") + "/api/v2/alerts",
                         params={"active": "true", "silenced": "false",
-                                "inhibited": "false"}) as resp:
-                    resp.raise_for_status()
-                    data = await resp.json()
+                                "inhibited": "false"}) as upstream:
+                    upstream.raise_for_status()
+                    data = await upstream.json()
                 body = {"source": url, "alerts": data if isinstance(data, list) else [],
                         "error": None}
             except (TimeoutError, aiohttp.ClientError, ValueError) as exc:

@@ -44,6 +44,8 @@ import pytest
 from tests.e2e import eventlog as ev
 from tests.e2e.demo import (
     ALL_MACHINES,
+    EXAMPLES,
+    EXTRA,
     HOSTS,
     ROOT,
     guide_blocks,
@@ -305,7 +307,13 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         port = urlsplit(rack.server.url).port
         rack.server.proc.send_signal(signal.SIGKILL)
         rack.server.proc.wait(30)
-        restarted = start_rack(rack.data_dir, HOSTS, ["--port", str(port)])
+        # Restarted with the very arguments of the first start (as a second
+        # `make up` would): re-applying the manifests must not undo what the
+        # controllers and the operator changed since (hosts' images and
+        # consumers, the cluster's new release).
+        restarted = start_rack(rack.data_dir, HOSTS, [
+            "--port", str(port), "--apply-emulated-hosts", "--apply", str(EXAMPLES),
+            "--apply", str(EXTRA)])
         rack.server = restarted.server
         log.start(rack.server.kubeconfig)
 

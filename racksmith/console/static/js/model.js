@@ -141,3 +141,90 @@ export function blockingLocks(clusterLocks, nodeLocks, nodes) {
   }
   return out;
 }
+
+// --- update plans (pages/updates.js) ---------------------------------------
+
+/** Phase of step `id` of a plan ("NotStarted" when the status has none). */
+export function stepPhase(plan, id) {
+  const s = stepStatuses(plan).get(id);
+  return (s && s.phase) || "NotStarted";
+}
+
+/** Whether step `id` has started (or finished). */
+export function stepStarted(plan, id) {
+  const s = stepStatuses(plan).get(id);
+  return !!(s && (s.startedAt || ["InProgress", "Stuck", "Completed"].includes(s.phase)));
+}
+
+/**
+ * Percent done of a plan: the mean of its steps' progress (a Completed step
+ * counts 100), else the share of Completed steps; 100 when Completed.
+ */
+export function planProgress(plan) {
+  if (planDone(plan)) return 100;
+  const steps = ((plan.spec || {}).steps) || [];
+  if (!steps.length) return 0;
+  const st = stepStatuses(plan);
+  const known = steps.some((s) => st.has(s.id) && typeof st.get(s.id).progress === "number");
+  const each = steps.map((s) => {
+    const x = st.get(s.id) || {};
+    if (x.phase === "Completed") return 100;
+    return known ? (x.progress || 0) : 0;
+  });
+  return each.reduce((a, b) => a + b, 0) / steps.length;
+}
+
+/** Ids of the steps "Pause update" un-commences: commenced, NotStarted or Scheduled. */
+export function pausableStepIds(plan) {
+  return (((plan.spec || {}).steps) || [])
+    .filter((s) => s.commence && ["NotStarted", "Scheduled"].includes(stepPhase(plan, s.id)))
+    .map((s) => s.id);
+}
+
+/** Ids of the steps "Commence all" commences: not commenced, not Completed. */
+export function commenceableStepIds(plan) {
+  return (((plan.spec || {}).steps) || [])
+    .filter((s) => !s.commence && stepPhase(plan, s.id) !== "Completed")
+    .map((s) => s.id);
+}
+
+/**
+ * JSON patch setting spec.steps[i].commence = value for the steps `ids`,
+ * each `replace` guarded by a `test` of the step's id at that index (so a
+ * plan whose steps changed meanwhile is refused, not patched blindly).
+ */
+export function commenceOps(plan, ids, value) {
+  const ops = [];
+  (((plan.spec || {}).steps) || []).forEach((s, i) => {
+    if (!ids.includes(s.id)) return;
+    ops.push({ op: "test", path: `/spec/steps/${i}/id`, value: s.id },
+             { op: "replace", path: `/spec/steps/${i}/commence`, value: !!value });
+  });
+  return ops;
+}
+
+// --- events (helper A: hosts/host/events pages) ------------------------------
+
+/** When an Event last happened (ISO string, "" if unknown). */
+export function eventTime(ev) {
+  return ev.lastTimestamp || ((ev.series || {}).lastObservedTime) || ev.eventTime
+    || ((ev.metadata || {}).creationTimestamp) || "";
+}
+
+/** Events newest first (a new array); ties: the later write (resourceVersion) first. */
+export function eventsNewestFirst(events) {
+  const keyed = events.map((ev) => [Date.parse(eventTime(ev)) || 0,
+                                    Number(((ev.metadata || {}).resourceVersion)) || 0, ev]);
+  keyed.sort((a, b) => b[0] - a[0] || b[1] - a[1]);
+  return keyed.map((k) => k[2]);
+}
+
+/** The console route of an Event's object (a BareMetalHost or a Machine), or "". */
+export function eventObjectRoute(ev) {
+  const o = ev.involvedObject || {};
+  const ns = o.namespace || ((ev.metadata || {}).namespace) || "";
+  if (!o.name || !ns) return "";
+  if (o.kind === "BareMetalHost") return `#/hosts/${ns}/${o.name}`;
+  if (o.kind === "Machine") return `#/machines/${ns}/${o.name}`;
+  return "";
+}
