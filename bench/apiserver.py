@@ -120,15 +120,17 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def start_server(data_dir: Path, profile: Path | None = None) -> Server:
-    """Start ``racksmith apiserver`` (the approach of tests/serverproc.py) and wait for it."""
+def start_server(data_dir: Path, profile: Path | None = None,
+                 command: tuple[str, ...] = ("apiserver",)) -> Server:
+    """Start ``racksmith <command>`` (default: the API server alone; the
+    approach of tests/serverproc.py) on port 0 and wait until /readyz is 200."""
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "kubeconfig"
     log_path = data_dir / "server.log"
     prefix = [sys.executable]
     if profile is not None:
         prefix += ["-m", "cProfile", "-o", str(profile)]
-    args = [*prefix, "-m", "racksmith.cli.main", "apiserver", "--data-dir", str(data_dir),
+    args = [*prefix, "-m", "racksmith.cli.main", *command, "--data-dir", str(data_dir),
             "--port", "0"]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with log_path.open("wb") as out:

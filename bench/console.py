@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import json
 import os
@@ -65,8 +64,7 @@ from typing import Any
 
 import aiohttp
 import orjson
-import yaml
-from apiserver import Server, _die_with_parent, _ready, server_log_problems
+from apiserver import Server, server_log_problems, start_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -76,7 +74,6 @@ KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
 VIEWPORT = {"width": 1440, "height": 900}
 BUDGET_S = 2.0
 FIRST_SCREEN_ROWS = 15
-START_TIMEOUT = 90.0
 PAGE_TIMEOUT_MS = 60_000
 NAMESPACE = "default"
 BMH = "/apis/metal.racksmith.io/v1alpha1"
@@ -89,37 +86,7 @@ Obj = dict[str, Any]
 
 def start_racksmith(data_dir: Path) -> Server:
     """``racksmith up --no-ironic`` on port 0; wait until /readyz answers 200."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    kubeconfig = data_dir / "kubeconfig"
-    log_path = data_dir / "server.log"
-    args = [sys.executable, "-m", "racksmith.cli.main", "up", "--data-dir", str(data_dir),
-            "--port", "0", "--no-ironic", "--log-level", "warning"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with log_path.open("wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
-                                preexec_fn=_die_with_parent)
-    server: Server | None = None
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"racksmith up exited with {proc.returncode}:\n"
-                                   f"{log_path.read_text(errors='replace')[-3000:]}")
-            if server is None and kubeconfig.exists():
-                with contextlib.suppress(Exception):
-                    cfg = yaml.safe_load(kubeconfig.read_text())
-                    url = cfg["clusters"][0]["cluster"]["server"]
-                    if not url.endswith(":0"):
-                        server = Server(proc, data_dir, url, cfg["users"][0]["user"]["token"],
-                                        data_dir / "pki" / "ca.crt", log_path)
-            if server is not None and _ready(server):
-                return server
-            time.sleep(0.2)
-        raise RuntimeError(f"racksmith up not ready in {START_TIMEOUT:.0f}s:\n"
-                           f"{log_path.read_text(errors='replace')[-3000:]}")
-    except BaseException:
-        Server(proc, data_dir, "", "", Path(), log_path).stop()
-        raise
+    return start_server(data_dir, command=("up", "--no-ironic", "--log-level", "warning"))
 
 
 # --------------------------------------------------------------------------- the hosts
