@@ -31,7 +31,7 @@ from racksmith.apiserver.http.request import (
     read_body,
     resolve,
 )
-from racksmith.apiserver.http.watch import WatchParams, serve_watch
+from racksmith.apiserver.http.watch import WatchParams, is_websocket, serve_watch
 from racksmith.apiserver.objects import returns_deleted_object
 from racksmith.apiserver.openapi import OpenAPICache
 from racksmith.apiserver.pki import User
@@ -72,7 +72,7 @@ WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
 def _websocket_bearer(request: web.Request) -> str:
     """A bearer token offered as a WebSocket subprotocol (browsers cannot set
     headers on a WebSocket; kube-apiserver's convention), as a header value."""
-    if request.headers.get("Upgrade", "").lower() != "websocket":
+    if not is_websocket(request):
         return ""
     for proto in request.headers.get("Sec-WebSocket-Protocol", "").split(","):
         proto = proto.strip()
