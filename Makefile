@@ -6,6 +6,7 @@ STAMP := $(VENV)/.installed
 IRONIC_VENV := .ironic-venv
 IRONIC_STAMP := $(IRONIC_VENV)/.installed
 IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
+IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fake/__init__.py
 DEBS := xfsprogs genisoimage ipmitool chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -14,11 +15,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 install: $(STAMP) $(IRONIC_STAMP)
 
 # Ironic and the Redfish emulator run as their own processes, from their own
-# virtual env: their pins (oslo.*, Flask, ...) stay out of ours.
-$(IRONIC_STAMP): Makefile
+# virtual env: their pins (oslo.*, Flask, ...) stay out of ours. Our Ironic
+# hardware type for the fake BMCs (ironic_plugin/) goes into the same env.
+$(IRONIC_STAMP): Makefile $(IRONIC_PLUGIN)
 	test -x $(IRONIC_VENV)/bin/python || $(PY) -m venv $(IRONIC_VENV)
 	$(IRONIC_VENV)/bin/pip install -q --upgrade pip
 	$(IRONIC_VENV)/bin/pip install -q $(IRONIC_PKGS)
+	$(IRONIC_VENV)/bin/pip install -q --no-deps ./ironic_plugin
 	touch $(IRONIC_STAMP)
 
 $(STAMP): pyproject.toml

@@ -204,7 +204,8 @@ class Racksmith:
             url = f"http://127.0.0.1:{ports['ironic']}"
             if s.emulate_hosts:
                 self.on_step(f"starting the virtual datacenter ({s.emulate_hosts} hosts)")
-                self.emulator = EmulatorService(s.data_dir, s.emulate_hosts, url)
+                self.emulator = EmulatorService(s.data_dir, s.emulate_hosts, url,
+                                                hardware=s.hardware)
                 http_url, http_root = self.emulator.dc.http_url, self.emulator.dc.http_root
                 deploy_iso: str | None = self.emulator.dc.deploy_iso_url
             else:

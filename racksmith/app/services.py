@@ -83,16 +83,18 @@ class StaticHTTP:
 class EmulatorService:
     """The virtual datacenter as its own (adoptable) process."""
 
-    def __init__(self, data_dir: Path, count: int, ironic_url: str) -> None:
+    def __init__(self, data_dir: Path, count: int, ironic_url: str,
+                 hardware: str = "redfish") -> None:
         self.data_dir = data_dir
         self.count = count
         self.ironic_url = ironic_url
+        self.hardware = hardware
         ports = stable_ports(data_dir, {"redfish": 0, "agent": 0, "http": 0})
         self.ports = ports
         # Built for its URLs and manifest only; the child process runs it.
         self.dc = VirtualDatacenter(data_dir, count, ironic_url,
                                     redfish_port=ports["redfish"], agent_port=ports["agent"],
-                                    http_port=ports["http"])
+                                    http_port=ports["http"], hardware=hardware)
         self.pid_file = data_dir / "emulator" / "emulator.pid"
         self.log_file = data_dir / "emulator" / "emulator.log"
         self._proc: asyncio.subprocess.Process | None = None
@@ -129,6 +131,7 @@ class EmulatorService:
                 "--redfish-port", str(self.ports["redfish"]),
                 "--agent-port", str(self.ports["agent"]),
                 "--http-port", str(self.ports["http"]),
+                "--hardware", self.hardware,
                 stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True, cwd=str(ROOT))
         self.pid = self._proc.pid

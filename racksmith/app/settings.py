@@ -27,6 +27,9 @@ class Settings:
     emulate_hosts: int = 0
     apply_emulated_hosts: bool = False
     """Apply DIR/emulated-hosts.yaml after start (the demo)."""
+    hardware: str = "redfish"
+    """BMCs of the emulated hosts: ``redfish`` (sushy-tools, virtual media)
+    or ``fake`` (instant BMCs through Ironic's ``racksmith-fake`` type)."""
     ironic_url: str | None = None
     """An existing Ironic to use instead of starting one."""
     ironic_port: int = 6385

@@ -16,9 +16,9 @@ from racksmith.emulator.datacenter import VirtualDatacenter
 
 
 async def run_emulator(data_dir: Path, count: int, ironic_url: str, *, redfish_port: int,
-                       agent_port: int, http_port: int) -> None:
+                       agent_port: int, http_port: int, hardware: str = "redfish") -> None:
     dc = VirtualDatacenter(data_dir, count, ironic_url, redfish_port=redfish_port,
-                           agent_port=agent_port, http_port=http_port)
+                           agent_port=agent_port, http_port=http_port, hardware=hardware)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

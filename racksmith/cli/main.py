@@ -21,6 +21,7 @@ from racksmith import __version__
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import Racksmith
 from racksmith.app.settings import Settings, default_data_dir
+from racksmith.emulator.datacenter import HARDWARE_KINDS
 from racksmith.kinds.crdgen import all_crds, render_yaml
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -76,6 +77,9 @@ def up(
                                       "write DIR/emulated-hosts.yaml."),
     apply_emulated_hosts: bool = typer.Option(False, help="Also apply the emulated hosts "
                                               "(the demo)."),
+    hardware: str = typer.Option("redfish", help="BMCs of the emulated hosts: redfish "
+                                 "(sushy-tools, virtual media) or fake (instant BMCs; "
+                                 "everything above provisioning as with redfish)."),
     ironic_url: str = typer.Option(None, help="Use this Ironic instead of starting one."),
     ironic_port: int = typer.Option(6385, help="Port of the Ironic started here (0 picks "
                                     "one and keeps it)."),
@@ -105,10 +109,14 @@ def up(
     if emulate_hosts and (no_ironic or ironic_url):
         raise typer.BadParameter("the virtual datacenter needs the Ironic racksmith up "
                                  "starts", param_hint="--emulate-hosts")
+    if hardware not in HARDWARE_KINDS:
+        raise typer.BadParameter(f"must be one of {', '.join(HARDWARE_KINDS)}",
+                                 param_hint="--hardware")
     _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, emulate_hosts=emulate_hosts,
-                        apply_emulated_hosts=apply_emulated_hosts, ironic_url=ironic_url,
+                        apply_emulated_hosts=apply_emulated_hosts, hardware=hardware,
+                        ironic_url=ironic_url,
                         ironic_port=ironic_port, with_ironic=not no_ironic,
                         apply=list(apply), leader_election=leader_election,
                         log_level=log_level, alertmanager_url=alertmanager_url or None,
@@ -141,14 +149,18 @@ def emulator(
     redfish_port: int = typer.Option(0, help="Redfish emulator port."),
     agent_port: int = typer.Option(0, help="Ramdisk agent port."),
     http_port: int = typer.Option(0, help="Image/ISO HTTP server port."),
+    hardware: str = typer.Option("redfish", help="redfish or fake BMCs."),
     log_level: str = typer.Option("info", help="Log level."),
 ) -> None:
     """Run the virtual datacenter in the foreground (racksmith up starts it)."""
     from racksmith.cli.emulator import run_emulator
 
+    if hardware not in HARDWARE_KINDS:
+        raise typer.BadParameter(f"must be one of {', '.join(HARDWARE_KINDS)}",
+                                 param_hint="--hardware")
     _logging(log_level)
     asyncio.run(run_emulator(data_dir, count, ironic_url, redfish_port=redfish_port,
-                             agent_port=agent_port, http_port=http_port))
+                             agent_port=agent_port, http_port=http_port, hardware=hardware))
 
 
 @app.command()

@@ -1,8 +1,11 @@
-"""The virtual datacenter: N emulated servers behind Redfish BMCs.
+"""The virtual datacenter: N emulated servers behind Redfish or fake BMCs.
 
 Owns the composition of the emulator: the host records (``inventory``), the
 image server (which also serves Ironic's ``[deploy]http_root``), the emulated
-ramdisk agent and the Redfish emulator, started and stopped together, plus
+ramdisk agent and the BMCs — the sushy-tools Redfish emulator
+(``hardware="redfish"``, the default) or the instant fake BMCs
+(``hardware="fake"``, :mod:`racksmith.emulator.fakebmc`, driven by Ironic's
+``racksmith-fake`` hardware type) — started and stopped together, plus
 the manifest ``DATA/emulated-hosts.yaml`` (a Secret and a BareMetalHost per
 host, ready for ``kubectl apply``). Called by the app's composition root
 (``racksmith up --emulate-hosts N``) and by the tests.
@@ -14,7 +17,8 @@ Layout under ``data_dir``::
     emulator/http/images/     deploy.iso, sample-os.img(.sha256sum)
     emulator/hosts/<host>/disks/<disk>.img
     emulator/hosts/<host>/root/    the installed OS's files (``osboot``)
-    emulator/redfish/         sushy-tools config, state, log
+    emulator/redfish/         sushy-tools config, state, log (redfish)
+    emulator/fakebmc/         the fake BMCs' state (fake)
     emulator/bmc-passwords.json   current BMC passwords (0600)
 
 Ports: 0 means "pick a free one now", so URLs are known right after
@@ -38,6 +42,7 @@ import yaml
 
 from racksmith.emulator.agent import AgentServer, AgentSettings
 from racksmith.emulator.disks import DiskStore
+from racksmith.emulator.fakebmc import FakeBMC, PowerAction
 from racksmith.emulator.images import SAMPLE_IMAGE, ImageServer, PublishedImage
 from racksmith.emulator.inventory import DiskInfo, EmulatedHost, generate_hosts
 from racksmith.emulator.osboot import OSBoot
@@ -49,6 +54,9 @@ BMH_API_VERSION = "metal.racksmith.io/v1alpha1"
 RACK_LABEL = "metal.racksmith.io/rack"
 VENDOR_LABEL = "metal.racksmith.io/vendor"
 EMULATED_LABEL = "metal.racksmith.io/emulated"
+HARDWARE_KINDS = ("redfish", "fake")
+"""``redfish``: sushy-tools BMCs, virtual media, Ironic's redfish driver.
+``fake``: instant fake BMCs behind Ironic's ``racksmith-fake`` hardware type."""
 
 
 def free_port() -> int:
@@ -89,7 +97,11 @@ class VirtualDatacenter:
         boot_delay: float = 0.3,
         inspect_on_boot: bool = True,
         sushy_python: Path | None = None,
+        hardware: str = "redfish",
     ) -> None:
+        if hardware not in HARDWARE_KINDS:
+            raise ValueError(f"hardware must be one of {', '.join(HARDWARE_KINDS)}")
+        self.hardware = hardware
         self.data_dir = Path(data_dir)
         self.root = self.data_dir / "emulator"
         self.namespace = namespace
@@ -116,14 +128,20 @@ class VirtualDatacenter:
             port=agent_port or free_port(),
             os_boot=self.os_boot,
         )
-        self.redfish = RedfishEmulator(
-            self.root / "redfish",
-            redfish_port or free_port(),
-            self.hosts,
-            notify_url=self.agent.notify_url,
-            power_delay=power_delay,
-            python=sushy_python,
-        )
+        self.redfish: RedfishEmulator | None = None
+        self.fakebmc: FakeBMC | None = None
+        if hardware == "fake":
+            self.fakebmc = FakeBMC(self.root / "fakebmc", redfish_port or free_port(),
+                                   self.hosts, self.password, self.agent.on_system_change)
+        else:
+            self.redfish = RedfishEmulator(
+                self.root / "redfish",
+                redfish_port or free_port(),
+                self.hosts,
+                notify_url=self.agent.notify_url,
+                power_delay=power_delay,
+                python=sushy_python,
+            )
         self._session: aiohttp.ClientSession | None = None
 
     # --- lifecycle --------------------------------------------------------
@@ -139,7 +157,10 @@ class VirtualDatacenter:
         try:
             await self.images.start()
             await self.agent.start()
-            await self.redfish.start()
+            if self.fakebmc is not None:
+                await self.fakebmc.start()
+            if self.redfish is not None:
+                await self.redfish.start()
             await self._resume()
         except BaseException:
             await self.stop()
@@ -147,7 +168,8 @@ class VirtualDatacenter:
         log.info(
             "virtual datacenter started",
             hosts=len(self.hosts),
-            redfish=self.redfish.url,
+            hardware=self.hardware,
+            bmc=self.bmc_url,
             agent=self.agent.url,
             http=self.images.url,
         )
@@ -155,7 +177,10 @@ class VirtualDatacenter:
     async def stop(self) -> None:
         """Stop the BMCs, the agent (and the hosts' OS processes) and the
         image server."""
-        await self.redfish.stop()
+        if self.redfish is not None:
+            await self.redfish.stop()
+        if self.fakebmc is not None:
+            await self.fakebmc.stop()
         await self.agent.stop()
         await self.images.stop()
         session, self._session = self._session, None
@@ -163,6 +188,18 @@ class VirtualDatacenter:
             await session.close()
 
     # --- what callers need ------------------------------------------------
+
+    @property
+    def bmc_url(self) -> str:
+        """Base URL of the BMCs (Redfish service or fake BMC API)."""
+        if self.fakebmc is not None:
+            return self.fakebmc.url
+        assert self.redfish is not None
+        return self.redfish.url
+
+    @property
+    def bmc_port(self) -> int:
+        return int(self.bmc_url.rsplit(":", 1)[1])
 
     @property
     def http_url(self) -> str:
@@ -199,12 +236,15 @@ class VirtualDatacenter:
         """The file backing a host's disk (``sda``, ``/dev/sda`` or a DiskInfo)."""
         return self.disks.disk_path(host, disk)
 
-    def bmc_address(
-        self, host: EmulatedHost | str, scheme: str = "redfish-virtualmedia+http"
-    ) -> str:
-        """The BareMetalHost ``spec.bmc.address`` of ``host``."""
+    def bmc_address(self, host: EmulatedHost | str, scheme: str | None = None) -> str:
+        """The BareMetalHost ``spec.bmc.address`` of ``host``: a Redfish
+        virtual-media address, or ``fake+http://…/systems/<uuid>``."""
         h = self._resolve(host)
-        return f"{scheme}://127.0.0.1:{self.redfish.port}/redfish/v1/Systems/{h.uuid}"
+        if self.fakebmc is not None:
+            return f"{scheme or 'fake+http'}://127.0.0.1:{self.fakebmc.port}/systems/{h.uuid}"
+        assert self.redfish is not None
+        return (f"{scheme or 'redfish-virtualmedia+http'}://127.0.0.1:{self.redfish.port}"
+                f"/redfish/v1/Systems/{h.uuid}")
 
     def password(self, host: EmulatedHost | str) -> str:
         """The BMC password the host accepts now."""
@@ -215,7 +255,8 @@ class VirtualDatacenter:
         h = self._resolve(host)
         self._passwords[h.name] = new
         self._save_passwords()
-        self.redfish.set_password(h, new)
+        if self.redfish is not None:
+            self.redfish.set_password(h, new)
         log.info("bmc password changed", host=h.name)
 
     def _resolve(self, host: EmulatedHost | str) -> EmulatedHost:
@@ -240,6 +281,10 @@ class VirtualDatacenter:
         """Hosts left powered on by an earlier run boot again (as after a
         power cut): the agent learns their state from the BMCs; an OS booted
         from disk adopts its agent processes if they still run."""
+        if self.fakebmc is not None:
+            for host in self.fakebmc.powered_on():
+                self.agent.on_system_change(self.fakebmc.record(host))
+            return
         for host in self.hosts:
             try:
                 system = await self._redfish_get(host, f"/redfish/v1/Systems/{host.uuid}")
@@ -262,7 +307,7 @@ class VirtualDatacenter:
             )
 
     async def _redfish_get(self, host: EmulatedHost, path: str) -> dict[str, Any]:
-        assert self._session is not None
+        assert self._session is not None and self.redfish is not None
         auth = aiohttp.encode_basic_auth(host.bmc_username, self.password(host))
         async with self._session.get(
             f"{self.redfish.url}{path}", headers={"Authorization": auth}
@@ -274,7 +319,10 @@ class VirtualDatacenter:
 
     async def _power_off(self, host: EmulatedHost) -> None:
         """Power ``host`` off through its BMC (the agent's standby.power_off)."""
-        if self._session is None:
+        if self.fakebmc is not None:
+            self.fakebmc.power(host, PowerAction.FORCE_OFF)
+            return
+        if self._session is None or self.redfish is None:
             return
         auth = aiohttp.encode_basic_auth(host.bmc_username, self.password(host))
         url = f"{self.redfish.url}/redfish/v1/Systems/{host.uuid}/Actions/ComputerSystem.Reset"

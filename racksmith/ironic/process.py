@@ -55,6 +55,13 @@ def default_bin_dir() -> Path:
     return repo / ".ironic-venv" / "bin"
 
 
+def fake_bmc_plugin_installed(bin_dir: Path) -> bool:
+    """Whether ``ironic_plugin`` (the ``racksmith-fake`` hardware type) is
+    installed in the virtual env of ``bin_dir`` (``make install`` does it)."""
+    venv = bin_dir.parent
+    return any(venv.glob("lib/python3*/site-packages/racksmith_ironic_fake-*.dist-info"))
+
+
 class IronicProcess:
     """One supervised Ironic. ``await start()`` … ``await stop()``.
 
@@ -231,7 +238,9 @@ class IronicProcess:
                 f"{executable} not found: run `make install` or set {BIN_ENV}")
         for directory in self.settings.scratch_dirs():
             directory.mkdir(parents=True, exist_ok=True)
-        self.settings.config_file.write_text(render_config(self.settings))
+        self.settings.config_file.write_text(render_config(
+            self.settings, fake_bmc=self.settings.fake_bmc
+            or fake_bmc_plugin_installed(self.bin_dir)))
 
     async def _spawn(self) -> None:
         with self.log_file.open("ab") as log:

@@ -2,7 +2,10 @@
 
 Owns the address schemes Racksmith accepts (``redfish://``,
 ``redfish+http(s)://``, ``redfish-virtualmedia[+http(s)]://``, ``ipmi://``,
-``fake://``) and what each means for an Ironic node. Pure: called by
+``fake://`` — Ironic's fake-hardware, every step a no-op — and
+``fake+http(s)://`` — the virtual datacenter's instant fake BMCs, through
+the ``racksmith-fake`` hardware type of ``ironic_plugin/``) and what each
+means for an Ironic node. Pure: called by
 :mod:`racksmith.provisioner.ironic` before any node is created, so a bad
 address never reaches Ironic. Error messages name the scheme and host but
 never userinfo or credentials.
@@ -39,7 +42,9 @@ class DriverSpec:
 REDFISH_SCHEMES = {"redfish", "redfish+http", "redfish+https"}
 VIRTUALMEDIA_SCHEMES = {"redfish-virtualmedia", "redfish-virtualmedia+http",
                         "redfish-virtualmedia+https"}
-SUPPORTED_SCHEMES = sorted(REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | {"ipmi", "fake"})
+FAKE_BMC_SCHEMES = {"fake+http", "fake+https"}
+SUPPORTED_SCHEMES = sorted(REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | FAKE_BMC_SCHEMES
+                           | {"ipmi", "fake"})
 
 
 def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> DriverSpec:
@@ -63,7 +68,7 @@ def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> 
                         "management": "fake", "power": "fake"},
             driver_info={"fake_address": address.split("@")[-1]},
             credentials={})
-    if scheme not in REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | {"ipmi"}:
+    if scheme not in REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | FAKE_BMC_SCHEMES | {"ipmi"}:
         raise BMCAddressError(
             f"unsupported BMC address scheme {scheme!r} "
             f"(supported: {', '.join(SUPPORTED_SCHEMES)})")
@@ -73,6 +78,18 @@ def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> 
     if port is not None:
         netloc = f"{netloc}:{port}"
 
+    if scheme in FAKE_BMC_SCHEMES:
+        # Power, boot device and virtual media through the fake BMC; the
+        # ramdisk agent protocol (direct deploy, agent inspection) as usual.
+        transport = scheme.split("+", 1)[1]
+        path = parts.path.rstrip("/")
+        return DriverSpec(
+            driver="racksmith-fake",
+            interfaces={"boot": "racksmith-fake", "deploy": "direct", "inspect": "agent",
+                        "management": "racksmith-fake", "power": "racksmith-fake"},
+            driver_info={"fake_bmc_address": f"{transport}://{netloc}{path}"},
+            credentials={"fake_bmc_username": bmc.username,
+                         "fake_bmc_password": bmc.password})
     if scheme == "ipmi":
         if not ipmi_enabled:
             raise BMCAddressError(

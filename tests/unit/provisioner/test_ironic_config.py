@@ -71,3 +71,15 @@ def test_settings_and_extra_overrides(tmp_path: Path) -> None:
     assert conf.get("conductor", "max_concurrent_deploy") == "7"
     assert conf.get("new", "a") == "$$x"  # oslo.config interpolation escaped
     assert s.url == "http://127.0.0.1:6385"
+
+
+def test_fake_bmc_hardware_type_only_when_enabled(tmp_path: Path) -> None:
+    plain = parse(render_config(settings(tmp_path), ipmi=False))
+    assert "racksmith-fake" not in plain.get("DEFAULT", "enabled_hardware_types")
+    conf = parse(render_config(settings(tmp_path), ipmi=False, fake_bmc=True))
+    assert conf.get("DEFAULT", "enabled_hardware_types").endswith(",racksmith-fake")
+    for kind in ("boot", "management", "power"):
+        assert "racksmith-fake" in conf.get("DEFAULT", f"enabled_{kind}_interfaces")
+    # Deploy and inspection stay Ironic's own (the ramdisk agent protocol).
+    assert "direct" in conf.get("DEFAULT", "enabled_deploy_interfaces")
+    assert "agent" in conf.get("DEFAULT", "enabled_inspect_interfaces")

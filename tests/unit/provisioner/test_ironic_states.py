@@ -84,6 +84,8 @@ def bmc(address: str, *, insecure: bool = False) -> BMCAccess:
      {"redfish_address": "http://[fd00::1]:8000", "redfish_system_id": "/redfish/v1/Systems/x"}),
     ("ipmi://10.0.0.2:623", "ipmi", {"ipmi_address": "10.0.0.2", "ipmi_port": 623}),
     ("fake://rack1/h1", "fake-hardware", {"fake_address": "fake://rack1/h1"}),
+    ("fake+http://127.0.0.1:8123/systems/abc/", "racksmith-fake",
+     {"fake_bmc_address": "http://127.0.0.1:8123/systems/abc"}),
 ])
 def test_bmc_schemes(address: str, driver: str, info: dict[str, Any]) -> None:
     spec = parse_bmc(bmc(address), deploy_iso="http://i/ipa.iso", ipmi_enabled=True)
@@ -95,6 +97,12 @@ def test_bmc_schemes(address: str, driver: str, info: dict[str, Any]) -> None:
         assert spec.interfaces["boot"] == "redfish-virtual-media"
         assert spec.driver_info["deploy_iso"] == "http://i/ipa.iso"
         assert spec.credentials == {"redfish_username": "u", "redfish_password": "p"}
+    if driver == "racksmith-fake":
+        # Instant BMC, but the real ramdisk agent protocol for the rest.
+        assert spec.interfaces == {"boot": "racksmith-fake", "deploy": "direct",
+                                   "inspect": "agent", "management": "racksmith-fake",
+                                   "power": "racksmith-fake"}
+        assert spec.credentials == {"fake_bmc_username": "u", "fake_bmc_password": "p"}
 
 
 def test_insecure_redfish() -> None:
@@ -109,6 +117,7 @@ def test_insecure_redfish() -> None:
     ("redfish://h:notaport", True, "x", "port"),
     ("ipmi://h", False, "x", "ipmitool"),
     ("redfish-virtualmedia://h/x", True, None, "deploy ISO"),
+    ("fake+http://", True, None, "no host"),
 ])
 def test_bad_bmc(address: str, ipmi: bool, iso: str | None, needle: str) -> None:
     with pytest.raises(BMCAddressError, match=needle):
