@@ -1,6 +1,11 @@
 """Session fixtures of the end-to-end tests: the demo cluster, started once
-and shared by the cluster and volume tests (the volume tests need nodes with
-running agents), stopped (every process reaped by its data dir) at the end."""
+and shared by the cluster, volume, update and console tests (they need nodes
+with running agents), stopped (every process reaped by its data dir) at the
+end. Its hosts have instant fake BMCs (``--hardware fake``): these tests are
+about what runs above provisioning — the emulated OS boot from the config
+drive, the host agents, kubelets, IPAM, maintenance — which runs exactly as
+in ``make up``; the Redfish path has its own tests (test_baremetal*,
+test_virtual_datacenter, test_emulated_os_boot)."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.demo import EXAMPLES, EXTRA, HOSTS, machines_ready, wait_for
+from tests.e2e.demo import EXAMPLES, EXTRA, HARDWARE, HOSTS, machines_ready, wait_for
 from tests.e2e.rack import Rack, start_rack
 
 
@@ -17,7 +22,7 @@ from tests.e2e.rack import Rack, start_rack
 def demo_rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
     data_dir = tmp_path_factory.mktemp("cluster")
     r = start_rack(data_dir, HOSTS, ["--apply-emulated-hosts", "--apply", str(EXAMPLES),
-                                       "--apply", str(EXTRA)])
+                                       "--apply", str(EXTRA)], hardware=HARDWARE)
     try:
         yield r
     finally:

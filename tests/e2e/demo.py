@@ -26,6 +26,8 @@ ALL_MACHINES = MACHINES + EXTRA_MACHINES
 """The session's demo cluster: the examples' six machines and four more
 workers (tests/e2e/manifests) for the maintenance tests."""
 HOSTS = len(ALL_MACHINES)
+HARDWARE = "fake"
+"""The demo's hosts have instant fake BMCs (see tests/e2e/conftest.py)."""
 ROLE_PREFIX = "node-role.kubernetes.io/"
 
 

@@ -111,10 +111,13 @@ def state(host: dict[str, Any]) -> str | None:
     return host.get("status", {}).get("provisioning", {}).get("state")
 
 
-def start_rack(data_dir: Path, hosts: int, extra: list[str] | None = None) -> Rack:
+def start_rack(data_dir: Path, hosts: int, extra: list[str] | None = None, *,
+               hardware: str = "redfish") -> Rack:
+    """``racksmith up --emulate-hosts N --hardware H`` (redfish: sushy-tools
+    BMCs and virtual media; fake: the instant fake BMCs)."""
     server = start_server(data_dir, command="up",
                           extra=["--emulate-hosts", str(hosts), "--ironic-port", "0",
-                                 *(extra or [])], timeout=240)
+                                 "--hardware", hardware, *(extra or [])], timeout=240)
     home = data_dir / "home"
     home.mkdir(exist_ok=True)
     return Rack(server, data_dir, home)

@@ -115,14 +115,25 @@ def test_netplan_holds_own_addresses_and_macs_and_nothing_is_allocated_twice(
 
 def test_reapplying_every_state_item_changes_nothing(
         rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
-    for name, machine in ready.items():
-        root = host_root(rack, machine["status"]["hostRef"]["name"])
-        res = subprocess.run(
-            [sys.executable, "-m", "racksmith.cli.main", "agent", "--config",
-             str(root / "etc/racksmith/agent.yaml"), "--root", str(root), "--emulated", "--once"],
-            capture_output=True, text=True, timeout=120, cwd=ROOT,
-            env=dict(os.environ, PYTHONUNBUFFERED="1"))
-        assert res.returncode == 0, (name, res.stdout[-2000:], res.stderr[-2000:])
+    # One `racksmith agent --once` per host, all at once (they are independent).
+    runs: dict[str, subprocess.Popen[str]] = {}
+    try:
+        for name, machine in ready.items():
+            root = host_root(rack, machine["status"]["hostRef"]["name"])
+            runs[name] = subprocess.Popen(
+                [sys.executable, "-m", "racksmith.cli.main", "agent", "--config",
+                 str(root / "etc/racksmith/agent.yaml"), "--root", str(root), "--emulated",
+                 "--once"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        results = {name: (proc.communicate(timeout=180), proc.returncode)
+                   for name, proc in runs.items()}
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for name, ((out, err), code) in results.items():
+        assert code == 0, (name, out[-2000:], err[-2000:])
         lcm = rack.get("lcmmachine", name)
         items = lcm["status"]["items"]
         assert len(items) == len(lcm["spec"]["stateItems"])

@@ -45,6 +45,7 @@ from tests.e2e import eventlog as ev
 from tests.e2e.demo import (
     ALL_MACHINES,
     EXAMPLES,
+    HARDWARE,
     HOSTS,
     ROOT,
     guide_blocks,
@@ -314,7 +315,7 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         # worker test_cluster deleted.
         restarted = start_rack(rack.data_dir, HOSTS, [
             "--port", str(port), "--apply-emulated-hosts",
-            "--apply", str(EXAMPLES / "30-cluster.yaml")])
+            "--apply", str(EXAMPLES / "30-cluster.yaml")], hardware=HARDWARE)
         rack.server = restarted.server
         log.start(rack.server.kubeconfig)
 

@@ -318,6 +318,13 @@ async def test_list_then_watch_status_subresource_and_finalizer(
             return await volumes.get("before-1") is None
 
         await eventually(gone, "the deleted volume disappears")
+
+        # The reconciler counts its write once the server has answered it,
+        # which may be just after the object is gone.
+        async def counted() -> bool:
+            return reconciler.finalizers_removed["before-1"] >= 1
+
+        await eventually(counted, "the finalizer removal counted")
         assert reconciler.finalizers_removed["before-1"] == 1
 
         await quiesce(volumes, controller, reconciler, "barrier")

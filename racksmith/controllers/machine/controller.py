@@ -73,7 +73,9 @@ class MachineReconciler:
         release = release_to_render(machine, observed.cluster, observed.lcm)
         waiting = isinstance(step.action, ClaimHost | Wait) and step.host_ref is None \
             and machine.metadata.deletion_timestamp is None
-        self.index.record(key, machine.spec.cluster_name, release, waiting)
+        host_ref = machine.status.host_ref if machine.status else None
+        self.index.record(key, machine.spec.cluster_name, release, waiting,
+                          host_ref.name if host_ref is not None else None)
         log = self.log.bind(kind="Machine", namespace=key.namespace, name=key.name)
         try:
             return await self.committer.commit(machine, raw, step, log)

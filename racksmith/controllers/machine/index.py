@@ -2,9 +2,11 @@
 
 Owns ``MachineIndex``: per Machine key, the cluster and release it was last
 reconciled with and whether it waits for a host. The sources map Nodes (by
-name), Clusters, ClusterReleases and BareMetalHosts (their consumer, and
-every Machine of the namespace still waiting for a host) to Machine keys
-through it. Filled in by the reconciler; mappers never raise.
+name), Clusters, ClusterReleases and BareMetalHosts (their consumer, the
+Machine whose ``status.hostRef`` names them — a deleted Machine waits for
+its released host to be deprovisioned, when the host no longer names it —
+and every Machine of the namespace still waiting for a host) to Machine
+keys through it. Filled in by the reconciler; mappers never raise.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ class _Entry:
     cluster: str
     release: str | None
     waiting_for_host: bool
+    host: str | None = None
+    """The BareMetalHost named by the Machine's ``status.hostRef``."""
 
 
 class MachineIndex:
@@ -30,8 +34,8 @@ class MachineIndex:
         self._entries: dict[ObjectKey, _Entry] = {}
 
     def record(self, key: ObjectKey, cluster: str, release: str | None,
-               waiting_for_host: bool) -> None:
-        self._entries[key] = _Entry(cluster, release, waiting_for_host)
+               waiting_for_host: bool, host: str | None = None) -> None:
+        self._entries[key] = _Entry(cluster, release, waiting_for_host, host)
 
     def forget(self, key: ObjectKey) -> None:
         self._entries.pop(key, None)
@@ -53,10 +57,12 @@ class MachineIndex:
         return sorted(k for k, e in self._entries.items() if e.release == name)
 
     def host_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
-        """A BareMetalHost concerns its consumer and, in its namespace, every
-        Machine still waiting for a host (it may have become available)."""
-        ns = key_of(obj).namespace
-        keys = {k for k, e in self._entries.items() if k.namespace == ns and e.waiting_for_host}
+        """A BareMetalHost concerns its consumer, the Machine whose hostRef
+        names it and, in its namespace, every Machine still waiting for a host
+        (it may have become available)."""
+        ns, name = key_of(obj)
+        keys = {k for k, e in self._entries.items() if k.namespace == ns
+                and (e.waiting_for_host or e.host == name)}
         ref = (obj.get("spec") or {}).get("consumerRef")
         if isinstance(ref, Mapping) and ref.get("kind") == "Machine" and ref.get("name"):
             keys.add(ObjectKey(str(ref.get("namespace") or ns), str(ref["name"])))
