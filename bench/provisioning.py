@@ -64,7 +64,6 @@ from racksmith.app.services import (
     EmulatorService,
     IronicProcess,
     StaticHTTP,
-    free_port,
     ironic_settings,
 )
 from racksmith.app.settings import Settings
@@ -249,7 +248,7 @@ def redfish_hosts(emulator: EmulatorService) -> list[BenchHost]:
             password=dc.password(h), driver="redfish",
             interfaces={"boot": "redfish-virtual-media", "deploy": "direct",
                         "inspect": "redfish", "management": "redfish", "power": "redfish"},
-            driver_info={"redfish_address": f"http://127.0.0.1:{dc.redfish.port}",
+            driver_info={"redfish_address": dc.bmc_url,
                          "redfish_system_id": f"/redfish/v1/Systems/{h.uuid}",
                          "deploy_iso": dc.deploy_iso_url,
                          "redfish_username": h.bmc_username,
@@ -595,8 +594,6 @@ class DirectScript:
 async def run_direct(kind: str, n: int, data_dir: Path, needle: str, params: Params,
                      out: Obj) -> None:
     """A fresh Ironic (same settings as ``racksmith up`` gives it), driven directly."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     emulator: EmulatorService | None = None
     http: StaticHTTP | None = None
     ironic: IronicProcess | None = None
@@ -604,18 +601,22 @@ async def run_direct(kind: str, n: int, data_dir: Path, needle: str, params: Par
     try:
         print(f"  [{kind}] direct: starting a fresh Ironic"
               f"{' and virtual datacenter' if kind == 'redfish' else ''} ...", flush=True)
+        # Every port is bound by its user: the datacenter's listeners now,
+        # Ironic's at its start (port 0: it picks one and proves it is its own).
         if kind == "redfish":
-            emulator = EmulatorService(data_dir, n, url)
-            settings = ironic_settings(data_dir, port, emulator.dc.http_url,
+            emulator = EmulatorService(data_dir, n)
+            await emulator.prepare()
+            settings = ironic_settings(data_dir, 0, emulator.dc.http_url,
                                        emulator.dc.http_root, emulator.dc.deploy_iso_url)
         else:
-            http = StaticHTTP(data_dir / "ironic" / "http", free_port())
+            http = StaticHTTP(data_dir / "ironic" / "http", 0)
             await http.start()
-            settings = ironic_settings(data_dir, port, http.url, http.root, None)
+            settings = ironic_settings(data_dir, 0, http.url, http.root, None)
         ironic = IronicProcess(settings)
         await ironic.start()
+        url = ironic.url
         if emulator is not None:
-            await emulator.start()
+            await emulator.start(url)
             hosts = redfish_hosts(emulator)
             root = data_dir / "emulator" / "http" / "images"
             digest = (root / "sample-os.img.sha256sum").read_text().split()[0]

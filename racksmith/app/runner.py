@@ -29,9 +29,9 @@ from racksmith.app.progress import follow_clusters
 from racksmith.app.services import (
     EmulatorService,
     IronicProcess,
+    PortBook,
     StaticHTTP,
     ironic_settings,
-    stable_ports,
 )
 from racksmith.app.settings import Settings
 from racksmith.controllers import ClusterOptions, all_controllers
@@ -177,9 +177,11 @@ class Racksmith:
         if s.alertmanager_url:
             self.alertmanager_url = s.alertmanager_url.rstrip("/")
         elif self.emulator is not None:
-            port = stable_ports(s.data_dir, {"alertmanager": 0})["alertmanager"]
+            book = PortBook(s.data_dir)
             self.alertmanager = BuiltinAlertmanager()
-            self.alertmanager_url = await self.alertmanager.start("127.0.0.1", port)
+            self.alertmanager_url = await self.alertmanager.start(
+                "127.0.0.1", book.get("alertmanager"))
+            book.record({"alertmanager": self.alertmanager.port})
         if self.alertmanager_url:
             kind = "built-in" if self.alertmanager is not None else "external"
             self.on_step(f"alert source ({kind}): {self.alertmanager_url}")
@@ -194,32 +196,41 @@ class Racksmith:
 
     async def _start_provisioning(self) -> None:
         """Ironic (started here or given), its HTTP root, the provisioner and,
-        with --emulate-hosts, the virtual datacenter."""
+        with --emulate-hosts, the virtual datacenter. Every port is bound by
+        the service that uses it (the datacenter's by this process, handed to
+        its child) and recorded in DIR/ports.json for the next start."""
         s = self.settings
+        book = PortBook(s.data_dir)
         if s.ironic_url:
             url = s.ironic_url
             settings = ironic_settings(s.data_dir, 0, "", s.data_dir / "ironic" / "http", None)
         else:
-            ports = stable_ports(s.data_dir, {"ironic": s.ironic_port})
-            url = f"http://127.0.0.1:{ports['ironic']}"
             if s.emulate_hosts:
-                self.on_step(f"starting the virtual datacenter ({s.emulate_hosts} hosts)")
-                self.emulator = EmulatorService(s.data_dir, s.emulate_hosts, url,
+                self.on_step(f"starting the virtual datacenter ({s.emulate_hosts} hosts, "
+                             f"{s.hardware} BMCs)")
+                self.emulator = EmulatorService(s.data_dir, s.emulate_hosts,
                                                 hardware=s.hardware)
+                await self.emulator.prepare()
                 http_url, http_root = self.emulator.dc.http_url, self.emulator.dc.http_root
                 deploy_iso: str | None = self.emulator.dc.deploy_iso_url
             else:
-                http_port = stable_ports(s.data_dir, {"http": 0})["http"]
-                self._http = StaticHTTP(s.data_dir / "ironic" / "http", http_port)
+                self._http = StaticHTTP(s.data_dir / "ironic" / "http", book.get("http"))
+                book.record({"http": self._http.port})
                 await self._http.start()
                 http_url, http_root, deploy_iso = self._http.url, self._http.root, None
-            settings = ironic_settings(s.data_dir, ports["ironic"], http_url, http_root,
-                                       deploy_iso)
-            self.on_step(f"starting Ironic on {url}")
+            # An explicit --ironic-port wins; 0 reuses the recorded one, or
+            # lets Ironic's start pick one.
+            port = s.ironic_port or book.get("ironic")
+            settings = ironic_settings(s.data_dir, port, http_url, http_root, deploy_iso)
+            self.on_step("starting Ironic")
             self.ironic = IronicProcess(settings)
             await self.ironic.start()
+            settings = self.ironic.settings
+            url = self.ironic.url
+            book.record({"ironic": settings.port})
+            self.on_step(f"Ironic on {url}")
             if self.emulator is not None:
-                await self.emulator.start()
+                await self.emulator.start(url)
                 self.on_step(f"emulated hosts: kubectl apply -f {self.emulator.manifest_path}")
         self._ironic_client = IronicClient(url, node_cache_ttl=1.0)
         await self._ironic_client.__aenter__()

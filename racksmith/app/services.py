@@ -10,7 +10,8 @@ through their pid files instead of starting second copies (so no deploy is
 interrupted or repeated). A clean stop (SIGINT/SIGTERM) stops them.
 
 Ports that end up in stored state (BMC addresses in BareMetalHosts, agent
-callback URLs in Ironic) are chosen once and kept in ``DIR/ports.json``.
+callback URLs in Ironic) are bound once by the service that uses them and
+kept in ``DIR/ports.json`` (:class:`PortBook`) for the next start.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,8 @@ import aiohttp
 import structlog
 from aiohttp import web
 
-from racksmith.emulator.datacenter import VirtualDatacenter, free_port
+from racksmith.emulator.datacenter import VirtualDatacenter
+from racksmith.emulator.listeners import Listeners, bind_listener, port_of, serve
 from racksmith.ironic.config import IronicSettings
 from racksmith.ironic.process import IronicProcess, process_group_alive
 
@@ -37,29 +40,51 @@ log = structlog.get_logger("racksmith.services")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def stable_ports(data_dir: Path, wanted: dict[str, int]) -> dict[str, int]:
-    """Ports by name: those already recorded in ``DIR/ports.json`` win; a
-    wanted 0 picks a free port once and records it."""
-    path = data_dir / "ports.json"
-    recorded: dict[str, int] = {}
-    with contextlib.suppress(OSError, ValueError):
-        recorded = {k: int(v) for k, v in json.loads(path.read_text()).items()}
-    out = dict(recorded)
-    for name, port in wanted.items():
-        if name not in out or (port and port != out[name]):
-            out[name] = port or free_port()
-    if out != recorded:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out, indent=1, sort_keys=True))
-    return out
+class StartupError(RuntimeError):
+    """A service cannot start as configured (the message says what to change)."""
+
+
+class PortBook:
+    """``DIR/ports.json``: the ports that end up in stored state (BMC
+    addresses in BareMetalHosts, image URLs, agent callback URLs in Ironic),
+    by service name. A port is recorded once its service has bound it (never
+    chosen ahead and handed on: see ``racksmith.emulator.listeners``), and
+    the next start binds the same port again. File mode 0600."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "ports.json"
+
+    def all(self) -> dict[str, int]:
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            return {str(k): int(v) for k, v in json.loads(self.path.read_text()).items()}
+        return {}
+
+    def get(self, name: str) -> int:
+        """The recorded port of ``name``, else 0 (bind any free port)."""
+        return self.all().get(name, 0)
+
+    def record(self, ports: dict[str, int]) -> None:
+        current = self.all()
+        merged = {**current, **ports}
+        if merged == current:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(merged, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)
 
 
 class StaticHTTP:
-    """Serves Ironic's ``http_root`` when no emulator does (a real site)."""
+    """Serves Ironic's ``http_root`` when no emulator does (a real site).
+    ``port`` 0: any free port, known from ``port`` once constructed (the
+    listener is bound at construction)."""
 
     def __init__(self, root: Path, port: int) -> None:
         self.root = root
-        self.port = port
+        self._sock: socket.socket | None = bind_listener(port, what="Ironic's http_root server")
+        self.port = port_of(self._sock)
         self._runner: web.AppRunner | None = None
 
     @property
@@ -70,70 +95,131 @@ class StaticHTTP:
         self.root.mkdir(parents=True, exist_ok=True)
         app = web.Application()
         app.router.add_static("/", self.root, show_index=False)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        sock, self._sock = self._sock or bind_listener(self.port, what="http_root"), None
+        self._runner = await serve(app, sock)
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
 
 class EmulatorService:
-    """The virtual datacenter as its own (adoptable) process."""
+    """The virtual datacenter as its own (adoptable) process.
 
-    def __init__(self, data_dir: Path, count: int, ironic_url: str,
-                 hardware: str = "redfish") -> None:
+    :meth:`prepare` adopts a running one (its ports from ``DIR/ports.json``)
+    or binds its listeners here — on the recorded ports, else any free ones,
+    which are recorded — so its URLs are known before Ironic starts;
+    :meth:`start` then spawns ``racksmith emulator``, which inherits and
+    serves those sockets. The hardware kind of a data dir is fixed at its
+    first start (``DIR/emulator/hardware``): the BareMetalHosts name its BMCs.
+    """
+
+    def __init__(self, data_dir: Path, count: int, hardware: str = "redfish") -> None:
         self.data_dir = data_dir
         self.count = count
-        self.ironic_url = ironic_url
         self.hardware = hardware
-        ports = stable_ports(data_dir, {"redfish": 0, "agent": 0, "http": 0})
-        self.ports = ports
-        # Built for its URLs and manifest only; the child process runs it.
-        self.dc = VirtualDatacenter(data_dir, count, ironic_url,
-                                    redfish_port=ports["redfish"], agent_port=ports["agent"],
-                                    http_port=ports["http"], hardware=hardware)
+        self.book = PortBook(data_dir)
         self.pid_file = data_dir / "emulator" / "emulator.pid"
         self.log_file = data_dir / "emulator" / "emulator.log"
+        self.hardware_file = data_dir / "emulator" / "hardware"
+        self._listeners: Listeners | None = None
         self._proc: asyncio.subprocess.Process | None = None
+        self._dc: VirtualDatacenter | None = None
+        self.ports: dict[str, int] = {}
         self.pid: int | None = None
         self.adopted = False
 
     @property
-    def manifest_path(self) -> Path:
-        return self.dc.manifest_path
+    def bmc_key(self) -> str:
+        """The BMC port's name in ports.json."""
+        return "redfish" if self.hardware == "redfish" else "fakebmc"
 
-    async def _healthy(self) -> bool:
+    @property
+    def dc(self) -> VirtualDatacenter:
+        """The datacenter's description (URLs, manifest); after :meth:`prepare`."""
+        if self._dc is None:
+            raise RuntimeError("EmulatorService.prepare() first")
+        return self._dc
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.data_dir / "emulated-hosts.yaml"
+
+    async def _healthy(self, agent_port: int) -> bool:
+        if not agent_port:
+            return False
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as s, \
-                    s.get(f"http://127.0.0.1:{self.ports['agent']}/status") as resp:
+                    s.get(f"http://127.0.0.1:{agent_port}/status") as resp:
                 return resp.status == 200
         except (aiohttp.ClientError, TimeoutError):
             return False
 
-    async def start(self, timeout: float = 120.0) -> None:
+    def _check_hardware(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            first = self.hardware_file.read_text().strip()
+            if first and first != self.hardware:
+                raise StartupError(
+                    f"the emulated hosts of {self.data_dir} have {first} BMCs (their "
+                    f"BareMetalHosts name them); start with --hardware {first}, or use "
+                    "another data dir")
+        self.hardware_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.hardware_file.write_text(f"{self.hardware}\n")
+
+    async def prepare(self) -> None:
+        """Adopt the running datacenter, or bind its listeners (idempotent)."""
+        if self._dc is not None:
+            return
+        self._check_hardware()
+        recorded = self.book.all()
+        wanted = {"agent": recorded.get("agent", 0), "http": recorded.get("http", 0),
+                  "bmc": recorded.get(self.bmc_key, 0)}
         with contextlib.suppress(OSError, ValueError):
             pid = int(self.pid_file.read_text().strip())
-            if process_group_alive(pid) and await self._healthy() and self.manifest_path.exists():
+            if process_group_alive(pid) and await self._healthy(wanted["agent"]) \
+                    and self.manifest_path.exists():
                 self.pid, self.adopted = pid, True
+                self.ports = wanted
                 log.info("adopted the running virtual datacenter", pid=pid)
-                return
-            if process_group_alive(pid):
+            elif process_group_alive(pid):
                 os.killpg(pid, signal.SIGKILL)
+        if not self.adopted:
+            self._listeners = Listeners.bind(wanted)
+            self.ports = self._listeners.ports
+            self.book.record({"agent": self.ports["agent"], "http": self.ports["http"],
+                              self.bmc_key: self.ports["bmc"]})
+        # Built for its URLs and manifest only; the child process runs it.
+        self._dc = VirtualDatacenter(self.data_dir, self.count, "", ports=self.ports,
+                                     hardware=self.hardware)
+
+    async def start(self, ironic_url: str, timeout: float = 120.0) -> None:
+        """Spawn ``racksmith emulator`` on the prepared listeners (nothing to
+        do when adopted) and wait until it answers."""
+        await self.prepare()
+        if self.adopted:
+            return
+        listeners = self._listeners
+        assert listeners is not None
+        fds = listeners.fds()
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_file.open("ab") as out:
-            self._proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "racksmith.cli.main", "emulator",
-                "--data-dir", str(self.data_dir), "--count", str(self.count),
-                "--ironic-url", self.ironic_url,
-                "--redfish-port", str(self.ports["redfish"]),
-                "--agent-port", str(self.ports["agent"]),
-                "--http-port", str(self.ports["http"]),
-                "--hardware", self.hardware,
-                stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
-                start_new_session=True, cwd=str(ROOT))
+        try:
+            with self.log_file.open("ab") as out:
+                self._proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "racksmith.cli.main", "emulator",
+                    "--data-dir", str(self.data_dir), "--count", str(self.count),
+                    "--ironic-url", ironic_url, "--hardware", self.hardware,
+                    "--listen-fds", ",".join(f"{k}={v}" for k, v in fds.items()),
+                    stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
+                    start_new_session=True, cwd=str(ROOT), pass_fds=tuple(fds.values()))
+        finally:
+            # The child holds its own copies; ours would keep the ports bound
+            # after the child is gone.
+            listeners.close()
+            self._listeners = None
         self.pid = self._proc.pid
         self.pid_file.write_text(f"{self.pid}\n")
         loop = asyncio.get_running_loop()
@@ -142,7 +228,7 @@ class EmulatorService:
             if self._proc.returncode is not None:
                 raise RuntimeError(f"the virtual datacenter exited ({self._proc.returncode}); "
                                    f"see {self.log_file}")
-            if await self._healthy() and self.manifest_path.exists():
+            if await self._healthy(self.ports["agent"]) and self.manifest_path.exists():
                 log.info("virtual datacenter started", pid=self.pid, hosts=self.count)
                 return
             await asyncio.sleep(0.2)
@@ -150,6 +236,9 @@ class EmulatorService:
                            f"see {self.log_file}")
 
     async def stop(self, grace: float = 20.0) -> None:
+        if self._listeners is not None:
+            self._listeners.close()
+            self._listeners = None
         pid, self.pid = self.pid, None
         if pid is None:
             return
@@ -179,5 +268,5 @@ def ironic_settings(data_dir: Path, port: int, http_url: str, http_root: Path,
                           "erase_devices_metadata_priority": "10"}}, **extra)
 
 
-__all__ = ["EmulatorService", "IronicProcess", "StaticHTTP", "ironic_settings",
-           "stable_ports"]
+__all__ = ["EmulatorService", "IronicProcess", "PortBook", "StartupError", "StaticHTTP",
+           "ironic_settings"]

@@ -20,8 +20,11 @@ from rich.console import Console
 from racksmith import __version__
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import Racksmith
+from racksmith.app.services import StartupError
 from racksmith.app.settings import Settings, default_data_dir
 from racksmith.emulator.datacenter import HARDWARE_KINDS
+from racksmith.emulator.listeners import PortInUse
+from racksmith.ironic.process import IronicStartError
 from racksmith.kinds.crdgen import all_crds, render_yaml
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -64,7 +67,12 @@ def _run(rs: Racksmith, progress: bool) -> None:
         finally:
             task.cancel()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except (StartupError, PortInUse, IronicStartError) as exc:
+        # Something to fix before starting again: say what, no traceback.
+        print(f"racksmith: cannot start: {exc}", file=sys.stderr, flush=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()
@@ -146,21 +154,29 @@ def emulator(
     data_dir: Path = typer.Option(..., help="State directory (shared with racksmith up)."),
     count: int = typer.Option(..., help="Number of emulated hosts."),
     ironic_url: str = typer.Option(..., help="Ironic's URL (for the ramdisk agent)."),
-    redfish_port: int = typer.Option(0, help="Redfish emulator port."),
-    agent_port: int = typer.Option(0, help="Ramdisk agent port."),
-    http_port: int = typer.Option(0, help="Image/ISO HTTP server port."),
+    listen_fds: str = typer.Option("", help="Inherited listening sockets, "
+                                   "agent=FD,http=FD,bmc=FD (racksmith up passes them)."),
+    agent_port: int = typer.Option(0, help="Ramdisk agent port, without --listen-fds "
+                                   "(0: any free port)."),
+    http_port: int = typer.Option(0, help="Image/ISO HTTP server port, without --listen-fds."),
+    bmc_port: int = typer.Option(0, help="BMC (Redfish or fake) port, without --listen-fds."),
     hardware: str = typer.Option("redfish", help="redfish or fake BMCs."),
     log_level: str = typer.Option("info", help="Log level."),
 ) -> None:
     """Run the virtual datacenter in the foreground (racksmith up starts it)."""
-    from racksmith.cli.emulator import run_emulator
+    from racksmith.cli.emulator import parse_fds, run_emulator
 
     if hardware not in HARDWARE_KINDS:
         raise typer.BadParameter(f"must be one of {', '.join(HARDWARE_KINDS)}",
                                  param_hint="--hardware")
+    try:
+        fds = parse_fds(listen_fds)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--listen-fds") from None
     _logging(log_level)
-    asyncio.run(run_emulator(data_dir, count, ironic_url, redfish_port=redfish_port,
-                             agent_port=agent_port, http_port=http_port, hardware=hardware))
+    asyncio.run(run_emulator(data_dir, count, ironic_url, fds=fds,
+                             ports={"agent": agent_port, "http": http_port, "bmc": bmc_port},
+                             hardware=hardware))
 
 
 @app.command()

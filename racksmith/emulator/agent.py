@@ -25,6 +25,7 @@ import asyncio
 import base64
 import contextlib
 import io
+import socket
 import tarfile
 import time
 import uuid
@@ -42,6 +43,7 @@ from racksmith.emulator import ipa_inventory
 from racksmith.emulator.disks import DiskStore
 from racksmith.emulator.image_writer import CommandFailed, ImageWriter
 from racksmith.emulator.inventory import EmulatedHost
+from racksmith.emulator.listeners import bind_listener, port_of, serve
 from racksmith.emulator.osboot import OSBoot
 
 log = structlog.get_logger("racksmith.emulator.agent")
@@ -168,12 +170,16 @@ class AgentServer:
         power_off: PowerOff,
         port: int = 0,
         os_boot: OSBoot | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
         self.settings = settings
+        self.ironic_url = settings.ironic_url
+        """Where the ramdisks call Ironic (settable until hosts boot)."""
         self.os_boot = os_boot
         self.disks = disks
         self._power_off = power_off
-        self._port = port
+        self._sock = sock
+        self._port = port_of(sock) if sock is not None else port
         self.agents = {h.name: HostAgent(h) for h in hosts}
         self._by_uuid = {h.uuid: self.agents[h.name] for h in hosts}
         self._runner: web.AppRunner | None = None
@@ -227,15 +233,9 @@ class AgentServer:
             app.router.add_post(suffix, self._handle_post)
             app.router.add_get(suffix, self._handle_list)
         app.router.add_get("/status", self._handle_status)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port)
-        await site.start()
-        server = site._server
-        if self._port == 0 and server is not None:
-            sockets = getattr(server, "sockets", None) or []
-            self._port = int(sockets[0].getsockname()[1])
-        self._runner = runner
+        sock, self._sock = self._sock or bind_listener(self._port, what="emulated agent"), None
+        self._port = port_of(sock)
+        self._runner = await serve(app, sock)
         log.info("emulated agent listening", url=self.url, hosts=len(self.agents))
 
     def _client(self) -> aiohttp.ClientSession:
@@ -350,7 +350,7 @@ class AgentServer:
                 await asyncio.wait_for(agent.wake.wait(), interval)
 
     def _ironic(self, path: str) -> str:
-        return f"{self.settings.ironic_url.rstrip('/')}{path}"
+        return f"{self.ironic_url.rstrip('/')}{path}"
 
     async def _inspect(self, agent: HostAgent) -> bool:
         assert self._session is not None

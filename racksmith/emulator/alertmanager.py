@@ -140,6 +140,7 @@ class BuiltinAlertmanager:
     def __init__(self, store: AlertStore | None = None) -> None:
         self.store = store if store is not None else AlertStore()
         self.url: str | None = None
+        self.port = 0
         self._runner: web.AppRunner | None = None
 
     def app(self) -> web.Application:
@@ -164,6 +165,7 @@ class BuiltinAlertmanager:
             raise
         self._runner = runner
         bound = runner.addresses[0][1]
+        self.port = int(bound)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound}"
         return self.url

@@ -21,8 +21,13 @@ Layout under ``data_dir``::
     emulator/fakebmc/         the fake BMCs' state (fake)
     emulator/bmc-passwords.json   current BMC passwords (0600)
 
-Ports: 0 means "pick a free one now", so URLs are known right after
-construction (Ironic's settings need ``http_url`` before anything starts).
+Listening sockets (``listeners``): bound at construction — by this process
+(any free port) or by ``racksmith up``, which passes them to the
+``racksmith emulator`` child — so URLs are known right after construction
+(Ironic's settings need ``http_url`` before anything starts) and no port is
+ever free between being chosen and being served. ``ports`` instead
+describes a datacenter that another process runs (URLs and manifest only;
+nothing is bound). Names: ``agent``, ``http``, ``bmc`` (``listeners``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,6 @@ import contextlib
 import json
 import os
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,7 @@ from racksmith.emulator.disks import DiskStore
 from racksmith.emulator.fakebmc import FakeBMC, PowerAction
 from racksmith.emulator.images import SAMPLE_IMAGE, ImageServer, PublishedImage
 from racksmith.emulator.inventory import DiskInfo, EmulatedHost, generate_hosts
+from racksmith.emulator.listeners import Listeners
 from racksmith.emulator.osboot import OSBoot
 from racksmith.emulator.redfish import RedfishEmulator
 
@@ -57,13 +62,6 @@ EMULATED_LABEL = "metal.racksmith.io/emulated"
 HARDWARE_KINDS = ("redfish", "fake")
 """``redfish``: sushy-tools BMCs, virtual media, Ironic's redfish driver.
 ``fake``: instant fake BMCs behind Ironic's ``racksmith-fake`` hardware type."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def label_value(text: str) -> str:
@@ -89,9 +87,8 @@ class VirtualDatacenter:
         prefix: str = "host",
         namespace: str = "default",
         racks: int = 4,
-        redfish_port: int = 0,
-        agent_port: int = 0,
-        http_port: int = 0,
+        listeners: Listeners | None = None,
+        ports: dict[str, int] | None = None,
         power_delay: float = 0.0,
         heartbeat_interval: float = 1.0,
         boot_delay: float = 0.3,
@@ -114,7 +111,11 @@ class VirtualDatacenter:
         self._passwords.update(self._load_passwords())
         self.disks = DiskStore(self.root / "hosts")
         self.os_boot = OSBoot(self.disks)
-        self.images = ImageServer(self.root / "http", http_port or free_port())
+        if listeners is None and ports is None:
+            listeners = Listeners.bind()
+        socks = dict(listeners.sockets) if listeners is not None else {}
+        ports = ports or {}
+        self.images = ImageServer(self.root / "http", ports.get("http", 0), sock=socks.get("http"))
         self.agent = AgentServer(
             self.hosts,
             self.disks,
@@ -125,22 +126,25 @@ class VirtualDatacenter:
                 inspect_on_boot=inspect_on_boot,
             ),
             power_off=self._power_off,
-            port=agent_port or free_port(),
+            port=ports.get("agent", 0),
             os_boot=self.os_boot,
+            sock=socks.get("agent"),
         )
         self.redfish: RedfishEmulator | None = None
         self.fakebmc: FakeBMC | None = None
         if hardware == "fake":
-            self.fakebmc = FakeBMC(self.root / "fakebmc", redfish_port or free_port(),
-                                   self.hosts, self.password, self.agent.on_system_change)
+            self.fakebmc = FakeBMC(self.root / "fakebmc", ports.get("bmc", 0), self.hosts,
+                                   self.password, self.agent.on_system_change,
+                                   sock=socks.get("bmc"))
         else:
             self.redfish = RedfishEmulator(
                 self.root / "redfish",
-                redfish_port or free_port(),
+                ports.get("bmc", 0),
                 self.hosts,
                 notify_url=self.agent.notify_url,
                 power_delay=power_delay,
                 python=sushy_python,
+                sock=socks.get("bmc"),
             )
         self._session: aiohttp.ClientSession | None = None
 
@@ -188,6 +192,11 @@ class VirtualDatacenter:
             await session.close()
 
     # --- what callers need ------------------------------------------------
+
+    def set_ironic_url(self, url: str) -> None:
+        """Where the ramdisks call Ironic, when it is known only after the
+        datacenter was built (Ironic needs ``http_url`` first)."""
+        self.agent.ironic_url = url
 
     @property
     def bmc_url(self) -> str:

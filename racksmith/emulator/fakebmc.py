@@ -35,6 +35,7 @@ import contextlib
 import hmac
 import json
 import os
+import socket
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -45,6 +46,7 @@ import structlog
 from aiohttp import web
 
 from racksmith.emulator.inventory import EmulatedHost
+from racksmith.emulator.listeners import bind_listener, port_of, serve
 
 log = structlog.get_logger("racksmith.emulator.fakebmc")
 
@@ -85,13 +87,16 @@ Password = Callable[[EmulatedHost], str]
 
 class FakeBMC:
     """The fake BMCs of ``hosts`` on ``127.0.0.1:port`` (0: any free port,
-    known after :meth:`start`). ``password(host)`` gives the password a host
-    accepts now. ``start``/``stop`` are idempotent."""
+    known after :meth:`start`; ``sock``: an already bound listener).
+    ``password(host)`` gives the password a host accepts now.
+    ``start``/``stop`` are idempotent."""
 
     def __init__(self, data_dir: Path, port: int, hosts: Sequence[EmulatedHost],
-                 password: Password, on_change: SystemChange) -> None:
+                 password: Password, on_change: SystemChange,
+                 sock: socket.socket | None = None) -> None:
         self.data_dir = Path(data_dir)
-        self._port = port
+        self._sock = sock
+        self._port = port_of(sock) if sock is not None else port
         self._hosts = {h.uuid: h for h in hosts}
         self._password = password
         self._on_change = on_change
@@ -123,19 +128,9 @@ class FakeBMC:
         app.router.add_post("/systems/{uuid}/power", self._handle_power)
         app.router.add_put("/systems/{uuid}/boot", self._handle_boot)
         app.router.add_put("/systems/{uuid}/media", self._handle_media)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        server = site._server
-        if self._port == 0 and server is not None:
-            sockets = getattr(server, "sockets", None) or []
-            self._port = int(sockets[0].getsockname()[1])
-        self._runner = runner
+        sock, self._sock = self._sock or bind_listener(self._port, what="fake BMCs"), None
+        self._port = port_of(sock)
+        self._runner = await serve(app, sock)
         log.info("fake BMCs listening", url=self.url, hosts=len(self._hosts))
 
     async def stop(self) -> None:

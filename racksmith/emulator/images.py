@@ -10,11 +10,14 @@ Started by ``datacenter.VirtualDatacenter``; usable alone in tests.
 from __future__ import annotations
 
 import hashlib
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 from aiohttp import web
+
+from racksmith.emulator.listeners import bind_listener, port_of, serve
 
 log = structlog.get_logger("racksmith.emulator.images")
 
@@ -63,15 +66,17 @@ def make_sample_image(path: Path, size: int = 2 * 1024 * 1024) -> None:
 
 
 class ImageServer:
-    """Serves ``root`` on ``http://127.0.0.1:<port>/``; ``port=0`` picks one.
+    """Serves ``root`` on ``http://127.0.0.1:<port>/``; ``port=0`` picks one
+    at ``start``; ``sock``: an already bound listener (see ``listeners``).
 
     ``start`` creates ``root/images`` with the deploy ISO and the sample
     image if missing. ``start``/``stop`` are idempotent.
     """
 
-    def __init__(self, root: Path, port: int = 0) -> None:
+    def __init__(self, root: Path, port: int = 0, sock: socket.socket | None = None) -> None:
         self.root = Path(root)
-        self._port = port
+        self._sock = sock
+        self._port = port_of(sock) if sock is not None else port
         self._runner: web.AppRunner | None = None
 
     @property
@@ -131,15 +136,9 @@ class ImageServer:
         self._prepare()
         app = web.Application()
         app.router.add_static("/", self.root, show_index=False, follow_symlinks=False)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self._port)
-        await site.start()
-        server = site._server
-        if self._port == 0 and server is not None:
-            sockets = getattr(server, "sockets", None) or []
-            self._port = int(sockets[0].getsockname()[1])
-        self._runner = runner
+        sock, self._sock = self._sock or bind_listener(self._port, what="image server"), None
+        self._port = port_of(sock)
+        self._runner = await serve(app, sock)
         log.info("image server started", url=self.url, root=str(self.root))
 
     async def stop(self) -> None:

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ import structlog
 
 from racksmith.emulator import bmc_credentials
 from racksmith.emulator.inventory import EmulatedHost, to_dict
+from racksmith.emulator.listeners import bind_listener, port_of
 
 log = structlog.get_logger("racksmith.emulator.redfish")
 
@@ -55,9 +57,11 @@ class RedfishEmulator:
         *,
         power_delay: float = 0.0,
         python: Path | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
-        self.port = port
+        self._sock = sock
+        self.port = port_of(sock) if sock is not None else port
         self.hosts = list(hosts)
         self.notify_url = notify_url
         self.power_delay = power_delay
@@ -78,7 +82,7 @@ class RedfishEmulator:
         """Where the BMC credential hashes live."""
         return self.data_dir / "credentials.json"
 
-    def _write_files(self) -> Path:
+    def _write_files(self, fd: int) -> Path:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "state").mkdir(exist_ok=True)
         tmp = self.data_dir / "tmp"
@@ -94,6 +98,7 @@ class RedfishEmulator:
         config = {
             "listen_ip": "127.0.0.1",
             "port": self.port,
+            "fd": fd,
             "state_dir": str(self.data_dir / "state"),
             "notify_url": self.notify_url,
             "power_delay": self.power_delay,
@@ -119,7 +124,12 @@ class RedfishEmulator:
             return
         if not self.python.exists():
             raise EmulatorError(f"{self.python} not found: run `make install`")
-        config = self._write_files()
+        # The listener is bound here and inherited by sushy-tools (it serves
+        # the fd it is given): the port is never free in between.
+        sock, self._sock = self._sock or bind_listener(self.port, what="Redfish emulator"), None
+        self.port = port_of(sock)
+        sock.setblocking(True)  # werkzeug's accept loop expects a blocking socket
+        config = self._write_files(sock.fileno())
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO_ROOT)
         env["TMPDIR"] = str(self.data_dir / "tmp")
@@ -138,9 +148,11 @@ class RedfishEmulator:
                 env=env,
                 cwd=str(self.data_dir),
                 start_new_session=True,
+                pass_fds=(sock.fileno(),),
             )
         finally:
             logfile.close()
+            sock.close()
         log.info("redfish emulator starting", port=self.port, pid=self._proc.pid)
         await self._wait_ready(timeout)
 

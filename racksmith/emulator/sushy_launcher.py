@@ -108,11 +108,13 @@ def main(argv: list[str] | None = None) -> int:
             app.wsgi_app, cfg["credentials_file"]
         )
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    app.run(
-        host=config["SUSHY_EMULATOR_LISTEN_IP"],
-        port=config["SUSHY_EMULATOR_LISTEN_PORT"],
-        threaded=True,
-    )
+    from werkzeug.serving import make_server
+
+    # Serve the listening socket racksmith.emulator.redfish bound and passed
+    # down (``fd``): the port stays bound from the moment it was chosen.
+    server = make_server(config["SUSHY_EMULATOR_LISTEN_IP"], config["SUSHY_EMULATOR_LISTEN_PORT"],
+                         app, threaded=True, fd=cfg.get("fd"))
+    server.serve_forever()
     return 0
 
 

@@ -20,6 +20,12 @@ the pid file instead of starting a second one (so in-flight deploys are never
 interrupted or repeated), and kills an unhealthy leftover before starting
 afresh.
 
+Port 0 in the settings means "pick one": Ironic can neither bind port 0
+and report it nor serve an inherited socket, so a port is picked from
+:data:`PORT_RANGE` and the start retried on another one when Ironic logs
+EADDRINUSE or the listener found there is not in Ironic's process group;
+``url``/``settings.port`` say which port it got.
+
 Used by the app's composition root, the emulated datacenter and the tests.
 """
 
@@ -27,9 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
+import random
 import signal
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +53,49 @@ API_VERSION_HEADER = "X-OpenStack-Ironic-API-Version"
 
 class IronicStartError(Exception):
     """Ironic could not be set up or did not become ready (see its log)."""
+
+
+class IronicPortTaken(IronicStartError):
+    """Ironic's API could not bind its port: another process holds it."""
+
+
+PORT_RANGE = (20000, 32767)
+"""Where a port is picked for ``IronicSettings.port = 0``: below Linux's
+ephemeral range (32768-60999), where the kernel's port-0 binds land, so a
+pick collides only with another pick; a collision is detected (Ironic's log
+says EADDRINUSE, or the listener is not Ironic's) and another port tried."""
+PICK_ATTEMPTS = 8
+ADDRESS_IN_USE = "Address already in use"
+
+
+def listening_pids(port: int, host: str = "127.0.0.1") -> set[int]:
+    """PIDs holding a TCP socket that listens on ``host:port`` (Linux /proc).
+
+    Ironic cannot bind port 0 and say which port it got, nor take a socket
+    from its parent, so a picked port is verified instead: the process that
+    answers there must be ours.
+    """
+    octets = host.split(".")
+    want = "".join(f"{int(o):02X}" for o in reversed(octets)) + f":{port:04X}"
+    inodes: set[str] = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 9 and fields[1] == want and fields[3] == "0A":
+                inodes.add(f"socket:[{fields[9]}]")
+    pids: set[int] = set()
+    if not inodes:
+        return pids
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        pids.add(int(entry.name))
+                        break
+    return pids
 
 
 def default_bin_dir() -> Path:
@@ -66,7 +118,9 @@ class IronicProcess:
     """One supervised Ironic. ``await start()`` … ``await stop()``.
 
     ``restart_backoff`` is the first delay before restarting a dead Ironic;
-    it doubles per consecutive failure up to ``max_backoff``.
+    it doubles per consecutive failure up to ``max_backoff``. ``pick_port``
+    chooses a port when ``settings.port`` is 0 (default: random in
+    :data:`PORT_RANGE`).
     """
 
     def __init__(
@@ -79,8 +133,10 @@ class IronicProcess:
         max_backoff: float = 30.0,
         ready_timeout: float = 60.0,
         logger: Any = None,
+        pick_port: Callable[[], int] | None = None,
     ) -> None:
         self.settings = settings
+        self._pick_port = pick_port or (lambda: random.randint(*PORT_RANGE))
         self.bin_dir = Path(bin_dir) if bin_dir is not None else default_bin_dir()
         self._supervise = supervise
         self._restart_backoff = restart_backoff
@@ -96,6 +152,7 @@ class IronicProcess:
         self._stopping = False
         self.restarts = 0
         """How many times the supervisor restarted Ironic."""
+        self._log_offset = 0
         self._restarted = asyncio.Event()
 
     # --- public API -------------------------------------------------------
@@ -137,14 +194,25 @@ class IronicProcess:
                 self._supervisor = asyncio.create_task(self._supervise_loop(),
                                                        name="ironic-supervisor")
             return
-        self._prepare_files()
-        await self.sync_database()
-        await self._spawn()
-        try:
-            await self.wait_ready(self._ready_timeout)
-        except BaseException:
-            await self._kill_group(grace=5.0)
-            raise
+        picking = self.settings.port == 0
+        for attempt in range(PICK_ATTEMPTS if picking else 1):
+            if picking:
+                self.settings = dataclasses.replace(self.settings, port=self._pick_port())
+            self._prepare_files()
+            if attempt == 0:
+                await self.sync_database()
+            await self._spawn()
+            try:
+                await self.wait_ready(self._ready_timeout)
+                break
+            except IronicPortTaken as exc:
+                await self._kill_group(grace=5.0)
+                if not picking or attempt == PICK_ATTEMPTS - 1:
+                    raise
+                self._log.info("ironic's port was taken, trying another", error=str(exc))
+            except BaseException:
+                await self._kill_group(grace=5.0)
+                raise
         if self._supervise and (self._supervisor is None or self._supervisor.done()):
             self._supervisor = asyncio.create_task(self._supervise_loop(),
                                                    name="ironic-supervisor")
@@ -160,8 +228,14 @@ class IronicProcess:
         async with aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=5)) as session:
             while True:
+                if self._address_in_use():
+                    raise IronicPortTaken(f"port {self.settings.port} is in use by another "
+                                          f"process; see {self.log_file}")
                 if await self._drivers_listed(session):
-                    return
+                    if self._owns_port():
+                        return
+                    raise IronicPortTaken(f"port {self.settings.port} is served by another "
+                                          "process, not by this Ironic")
                 proc = self._proc
                 if proc is not None and proc.returncode is not None:
                     raise IronicStartError(
@@ -219,7 +293,7 @@ class IronicProcess:
             return False
         if not process_group_alive(pgid):
             return False
-        if await self.is_ready():
+        if self.settings.port and await self.is_ready() and self._owns_port(pgid):
             self._adopted = pgid
             self._log.info("adopted the running ironic", pid=pgid, url=self.url)
             return True
@@ -243,6 +317,8 @@ class IronicProcess:
             or fake_bmc_plugin_installed(self.bin_dir)))
 
     async def _spawn(self) -> None:
+        with contextlib.suppress(OSError):
+            self._log_offset = self.log_file.stat().st_size
         with self.log_file.open("ab") as log:
             self._proc = await asyncio.create_subprocess_exec(
                 str(self.bin_dir / "ironic"), "--config-file", str(self.settings.config_file),
@@ -254,6 +330,28 @@ class IronicProcess:
         self._adopted = None
         self.pid_file.write_text(f"{self._proc.pid}\n")
         self._log.info("ironic started", pid=self._proc.pid, url=self.url)
+
+    def _address_in_use(self) -> bool:
+        """Whether Ironic logged EADDRINUSE since this spawn (its API worker
+        then keeps restarting instead of exiting)."""
+        try:
+            with self.log_file.open("rb") as f:
+                f.seek(self._log_offset)
+                return ADDRESS_IN_USE.encode() in f.read()
+        except OSError:
+            return False
+
+    def _owns_port(self, pgid: int | None = None) -> bool:
+        """Whether the listener on Ironic's port belongs to our process group
+        (``pgid``, default: the running Ironic's)."""
+        pgid = self.pid if pgid is None else pgid
+        if pgid is None:
+            return False
+        for pid in listening_pids(self.settings.port, self.settings.host):
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) == pgid:
+                    return True
+        return False
 
     async def _drivers_listed(self, session: aiohttp.ClientSession) -> bool:
         try:

@@ -1,9 +1,10 @@
 """The virtual datacenter boots the installed OS (without Ironic).
 
-Real sushy-tools BMCs and the emulated agent; the config drive is built by
+Real sushy-tools BMCs (and, the same test, the instant fake BMCs of
+``--hardware fake``) and the emulated agent; the config drive is built by
 the very function Ironic calls (openstacksdk's ``configdrive.build``, run in
 the Ironic venv) and written with the image by ``image_writer`` as a deploy
-would. Then, through Redfish only: power On from Hdd → the OS starts the
+would. Then, through the BMC only: power On from Hdd → the OS starts the
 racksmith process (a stand-in script); the datacenter stops → so does the
 process; a new datacenter on the same data dir resumes the host (still On)
 → the process runs again; ForceOff → it stops.
@@ -74,12 +75,38 @@ def _alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
-async def _redfish(dc: VirtualDatacenter, session: aiohttp.ClientSession, host: EmulatedHost,
-                   method: str, path: str, body: dict[str, Any]) -> None:
+async def _bmc(dc: VirtualDatacenter, session: aiohttp.ClientSession, host: EmulatedHost,
+               method: str, path: str, body: dict[str, Any]) -> None:
     auth = aiohttp.encode_basic_auth(host.bmc_username, dc.password(host))
-    async with session.request(method, f"{dc.redfish.system_url(host)}{path}", json=body,
+    if dc.redfish is not None:
+        url = dc.redfish.system_url(host)
+    else:
+        assert dc.fakebmc is not None
+        url = dc.fakebmc.system_url(host)
+    async with session.request(method, f"{url}{path}", json=body,
                                headers={"Authorization": auth}) as resp:
         assert resp.status < 400, await resp.text()
+
+
+async def _boot_from_disk(dc: VirtualDatacenter, session: aiohttp.ClientSession,
+                          host: EmulatedHost) -> None:
+    if dc.redfish is not None:
+        await _bmc(dc, session, host, "PATCH", "", {"Boot": {
+            "BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Continuous"}})
+        await _bmc(dc, session, host, "POST", "/Actions/ComputerSystem.Reset",
+                   {"ResetType": "On"})
+    else:
+        await _bmc(dc, session, host, "PUT", "/boot", {"device": "Hdd", "persistent": True})
+        await _bmc(dc, session, host, "POST", "/power", {"action": "On"})
+
+
+async def _force_off(dc: VirtualDatacenter, session: aiohttp.ClientSession,
+                     host: EmulatedHost) -> None:
+    if dc.redfish is not None:
+        await _bmc(dc, session, host, "POST", "/Actions/ComputerSystem.Reset",
+                   {"ResetType": "ForceOff"})
+    else:
+        await _bmc(dc, session, host, "POST", "/power", {"action": "ForceOff"})
 
 
 async def _agent_pid(dc: VirtualDatacenter, host: EmulatedHost, other_than: int = 0) -> int:
@@ -93,8 +120,9 @@ async def _agent_pid(dc: VirtualDatacenter, host: EmulatedHost, other_than: int 
     raise AssertionError(f"no agent on {host.name}: {dc.os_boot.last_boot(host)}")
 
 
-def _datacenter(data_dir: Path, script: Path) -> VirtualDatacenter:
-    dc = VirtualDatacenter(data_dir, 1, "http://127.0.0.1:9", seed=11, boot_delay=0.0)
+def _datacenter(data_dir: Path, script: Path, hardware: str) -> VirtualDatacenter:
+    dc = VirtualDatacenter(data_dir, 1, "http://127.0.0.1:9", seed=11, boot_delay=0.0,
+                           hardware=hardware)
     dc.os_boot.command = (sys.executable, str(script))
     dc.os_boot.stop_timeout = 2.0
     return dc
@@ -109,13 +137,14 @@ def started() -> Iterator[list[int]]:
             os.killpg(pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("hardware", ["redfish", "fake"])
 async def test_disk_boot_runs_the_agent_across_emulator_restarts(
-    tmp_path: Path, started: list[int]
+    tmp_path: Path, started: list[int], hardware: str
 ) -> None:
     script = tmp_path / "fake_agent.py"
     script.write_text(FAKE_AGENT)
     data_dir = tmp_path / "data"
-    dc = _datacenter(data_dir, script)
+    dc = _datacenter(data_dir, script, hardware)
     await dc.start()
     host = dc.hosts[0]
     try:
@@ -130,10 +159,7 @@ async def test_disk_boot_runs_the_agent_across_emulator_restarts(
                 {},
             )
             assert result["configdrive"]
-            await _redfish(dc, session, host, "PATCH", "", {"Boot": {
-                "BootSourceOverrideTarget": "Hdd", "BootSourceOverrideEnabled": "Continuous"}})
-            await _redfish(dc, session, host, "POST", "/Actions/ComputerSystem.Reset",
-                           {"ResetType": "On"})
+            await _boot_from_disk(dc, session, host)
             first = await _agent_pid(dc, host)
             started.append(first)
         root = dc.os_boot.root(host)
@@ -144,7 +170,7 @@ async def test_disk_boot_runs_the_agent_across_emulator_restarts(
         await dc.stop()
     assert not _alive(first)
 
-    dc = _datacenter(data_dir, script)
+    dc = _datacenter(data_dir, script, hardware)
     await dc.start()  # the BMC says On: the OS boots again
     try:
         second = await _agent_pid(dc, host, other_than=first)
@@ -152,8 +178,7 @@ async def test_disk_boot_runs_the_agent_across_emulator_restarts(
         report = dc.os_boot.last_boot(host)
         assert report is not None and report.outcome is BootOutcome.BOOTED
         async with aiohttp.ClientSession() as session:
-            await _redfish(dc, session, host, "POST", "/Actions/ComputerSystem.Reset",
-                           {"ResetType": "ForceOff"})
+            await _force_off(dc, session, host)
         for _ in range(200):
             if not _alive(second):
                 break

@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 import yaml
 
-from racksmith.emulator.datacenter import VirtualDatacenter, free_port
+from racksmith.emulator.datacenter import VirtualDatacenter
 from racksmith.emulator.disks import METADATA_BYTES
 from racksmith.emulator.inventory import EmulatedHost, root_disk
 from racksmith.ironic.config import IronicSettings
@@ -93,12 +93,13 @@ class Ironic:
 @pytest.fixture
 async def world(tmp_path: Path) -> AsyncIterator[tuple[VirtualDatacenter, Ironic]]:
     data = tmp_path / "data"
-    ironic_port = free_port()
-    dc = VirtualDatacenter(data, 2, f"http://127.0.0.1:{ironic_port}", seed=7)
+    # The datacenter binds its listeners now (URLs known); Ironic picks its
+    # port at start; the ramdisks learn Ironic's URL before any host boots.
+    dc = VirtualDatacenter(data, 2, "", seed=7)
     ironic = IronicProcess(
         IronicSettings(
             data_dir=data,
-            port=ironic_port,
+            port=0,
             http_url=dc.http_url,
             http_root=dc.http_root,
             deploy_iso=dc.deploy_iso_url,
@@ -111,6 +112,7 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[VirtualDatacenter, Ironic
     try:
         await dc.start()
         await ironic.start()
+        dc.set_ironic_url(ironic.url)
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
             yield dc, Ironic(ironic.url, session)
     except BaseException:
@@ -136,6 +138,7 @@ async def _life_cycle(
         t0 = time.monotonic()
 
     redfish = dc.redfish
+    assert redfish is not None
     status, node = await ironic.call(
         "POST",
         "/nodes",

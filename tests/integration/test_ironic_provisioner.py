@@ -10,6 +10,8 @@ repeated calls never start anything twice.
 from __future__ import annotations
 
 import asyncio
+import os
+import random
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -43,15 +45,10 @@ PASSWORD = "s3cr3t-Pa55word"  # a test secret that must never leak
 MAX_CALLS = 100
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def settings_for(data_dir: Path, *, deploy_iso: str | None = None) -> IronicSettings:
+    """Port 0: IronicProcess picks a port and proves the listener is its own."""
     return IronicSettings(
-        data_dir=data_dir, port=free_port(), http_url="http://127.0.0.1:9",
+        data_dir=data_dir, port=0, http_url="http://127.0.0.1:9",
         http_root=data_dir / "http", deploy_iso=deploy_iso, ipmi=False,
         sync_power_state_interval=600)
 
@@ -213,8 +210,9 @@ async def test_refused_credentials_are_a_registration_error_without_secrets(
     app.router.add_route("*", "/{tail:.*}", refuse)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
     try:
         h = host("refused-credentials")
         bmc = BMCAccess(address=f"redfish+http://127.0.0.1:{port}/redfish/v1/Systems/1",
@@ -255,9 +253,9 @@ async def test_image_404_is_a_provisioning_error(provisioner: IronicProvisioner,
     app = web.Application()
     runner = web.AppRunner(app)
     await runner.setup()
-    port = free_port()
-    site = web.TCPSite(runner, "127.0.0.1", port)
+    site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
+    port = runner.addresses[0][1]
     try:
         h = host("image-404")
         await register(provisioner, h, fake_bmc("52:54:00:00:00:04"))
@@ -282,7 +280,15 @@ async def test_image_404_is_a_provisioning_error(provisioner: IronicProvisioner,
 
 
 async def test_backend_unavailable() -> None:
-    async with IronicClient(f"http://127.0.0.1:{free_port()}") as c:
+    # A port bound but not listening refuses connections, and nobody else
+    # can take it while we hold it.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        await _backend_unavailable(closed.getsockname()[1])
+
+
+async def _backend_unavailable(port: int) -> None:
+    async with IronicClient(f"http://127.0.0.1:{port}") as c:
         p = IronicProvisioner(c, settings_for(Path("/nonexistent")))
         assert not await p.is_ready()
         with pytest.raises(BackendUnavailable):
@@ -318,9 +324,9 @@ async def test_supervisor_restarts_killed_ironic_and_is_ready_follows(
 async def test_a_second_start_adopts_a_running_ironic(tmp_path: Path) -> None:
     """What happens after `racksmith up` was SIGKILLed: Ironic outlives it and
     the next start adopts it (same pid) instead of starting another."""
-    settings = settings_for(tmp_path)
-    first = IronicProcess(settings, supervise=False)
+    first = IronicProcess(settings_for(tmp_path), supervise=False)
     await first.start()
+    settings = first.settings  # the port it got, as racksmith up records it
     second = IronicProcess(settings, restart_backoff=0.1)
     try:
         pid = first.pid
@@ -365,3 +371,33 @@ async def test_a_node_cache_serves_many_hosts_with_one_list_and_deploys_once(
         await all_done(lambda h: p.delete(h))
         for h in hosts:
             assert await cached.get_node(h.node_name) is None
+
+
+async def test_a_picked_port_that_is_taken_is_never_mistaken_for_ours(tmp_path: Path) -> None:
+    """Port 0 picks a port; when the pick is held by another process the start
+    goes on with another port (and never reports the other process's port)."""
+    from racksmith.ironic.process import PORT_RANGE, listening_pids
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    busy = taken.getsockname()[1]
+    picks = iter([busy])
+    rng = random.Random(tmp_path.name)
+
+    def pick() -> int:
+        return next(picks, None) or rng.randint(*PORT_RANGE)
+
+    proc = IronicProcess(settings_for(tmp_path), supervise=False, pick_port=pick)
+    try:
+        await proc.start()
+    finally:
+        taken.close()
+    try:
+        assert proc.settings.port != busy
+        assert proc.pid is not None
+        assert any(os.getpgid(p) == proc.pid for p in listening_pids(proc.settings.port))
+        async with IronicClient(proc.url) as c:
+            assert await IronicProvisioner(c, proc.settings).is_ready()
+    finally:
+        await proc.stop()
