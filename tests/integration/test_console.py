@@ -268,12 +268,14 @@ async def test_alerts_pass_through_from_alertmanager(
 
 
 async def test_alerts_from_a_dead_alertmanager(web_console: Console) -> None:
+    # Bound but not listening: connections are refused, and no other process
+    # can take the port while the test holds it.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    web_console.alertmanager["url"] = url
-    reply = await web_console.get("/console/alerts", token=web_console.server.token)
+        url = f"http://127.0.0.1:{port}"
+        web_console.alertmanager["url"] = url
+        reply = await web_console.get("/console/alerts", token=web_console.server.token)
     assert reply.status == 200
     body = reply.json()
     assert body["source"] == url and body["alerts"] == []

@@ -7,7 +7,6 @@ tests). The counts are the ``IronicClient`` counters the benchmark reports.
 from __future__ import annotations
 
 import asyncio
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -56,13 +55,10 @@ class FakeIronic:
         return await handler(request)  # type: ignore[no-any-return]
 
     async def start(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
         self._runner = web.AppRunner(self.app)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", port).start()
-        self.url = f"http://127.0.0.1:{port}"
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
 
     async def stop(self) -> None:
         if self._runner is not None:
