@@ -10,7 +10,15 @@ IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fak
 DEBS := xfsprogs genisoimage ipmitool chromium
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test test-unit test-integration test-e2e bench lint clean debs
+.PHONY: install up test test-quick test-unit test-integration test-e2e console-screenshots \
+        bench lint clean debs
+
+# The suite runs on TEST_WORKERS pytest-xdist workers (default: 2, this
+# project's CI size); one xdist group per test module, and one for the demo
+# session the e2e cluster/volume/update/console tests share (tests/conftest.py).
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/pytest -q -p no:cacheprovider
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 install: $(STAMP) $(IRONIC_STAMP)
 
@@ -46,8 +54,26 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The one command: lint and every test (what .ci/run calls).
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider --durations=25 tests
+	$(PYTEST) $(XDIST) --durations=25 tests
+
+# The inner loop: unit and integration tests, no lint, no e2e.
+test-quick: install
+	$(PYTEST) $(XDIST) --durations=10 tests/unit tests/integration
+
+test-unit: install
+	$(PYTEST) $(XDIST) tests/unit
+
+test-integration: install
+	$(PYTEST) $(XDIST) --durations=10 tests/integration
+
+test-e2e: install
+	$(PYTEST) $(XDIST) --durations=25 tests/e2e
+
+# Refresh the pictures of docs/console.md (make test writes them to .artifacts/).
+console-screenshots: install
+	RACKSMITH_SCREENSHOTS=$(CURDIR)/docs/console $(PYTEST) tests/e2e/test_webconsole.py
 
 bench: install
 	$(BIN)/python bench/apiserver.py

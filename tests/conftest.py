@@ -12,6 +12,20 @@ from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from tests.serverproc import ServerProc, start_server
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-xdist groups (``--dist loadgroup``, see the Makefile): the tests
+    of the e2e demo session (the ``demo_rack`` fixture: one ``racksmith up``
+    shared by the cluster, volume, update and console tests) run on one
+    worker, in file order; every other module is one group, so its
+    module-scoped fixtures (a shared API server, a rack) are built once."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        group = "demo" if "demo_rack" in getattr(item, "fixturenames", ()) \
+            else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture
 async def api_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
     """An in-process API server (TLS, token) with Racksmith's CRDs applied."""

@@ -3,11 +3,18 @@ Chromium (``/usr/bin/chromium``, headless) through Playwright's sync API,
 against the console that ``racksmith up`` serves at ``<API URL>/console/``
 (the API server's self-signed CA is not trusted by the browser: TLS errors
 are ignored). Owns launching and closing the browser, logging in with an API
-token, opening a route, full-page screenshots into docs/console/, and the
-page's uncaught JavaScript errors (a test asserts there are none)."""
+token, opening a route, full-page screenshots, and the page's uncaught
+JavaScript errors (a test asserts there are none).
+
+Screenshots go to ``$RACKSMITH_SCREENSHOTS`` when set — ``make
+console-screenshots`` sets it to docs/console/ to refresh the guide's
+pictures — else to the artifacts folder ``$RACKSMITH_ARTIFACTS/console``
+(default ``.artifacts/console``, ignored by git): ``make test`` never
+writes into docs/."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,8 +35,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 PAGE_LOAD_MS = 15_000
 """How long a route change may take to show its page (seconds in practice)."""
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
-"""Where the screenshots of docs/console.md are written."""
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shots_dir() -> Path:
+    """Where screenshots are written (see the module docstring)."""
+    explicit = os.environ.get("RACKSMITH_SCREENSHOTS")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("RACKSMITH_ARTIFACTS") or ROOT / ".artifacts") / "console"
 
 
 @dataclass
@@ -86,9 +100,10 @@ class Console:
         self.page.evaluate("() => document.getElementById('notices')?.replaceChildren()")
 
     def screenshot(self, name: str) -> Path:
-        """Save a full-page PNG as docs/console/<name>.png."""
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        path = SHOTS / f"{name}.png"
+        """Save a full-page PNG as <shots_dir()>/<name>.png."""
+        shots = shots_dir()
+        shots.mkdir(parents=True, exist_ok=True)
+        path = shots / f"{name}.png"
         self.page.screenshot(path=str(path), full_page=True)
         return path
 

@@ -10,7 +10,8 @@ live. A volume created on the node's Volumes tab becomes Available; once a
 claim binds its PV, its Delete button is disabled with the reason; with the
 claim gone it is deleted from the page. A step of a new update plan is
 commenced from the Updates page and its progress shows. The Events page
-lists events. Each page's screenshot goes to docs/console/ (docs/console.md).
+lists events. Each page's screenshot goes to the artifacts folder
+(``make console-screenshots`` refreshes docs/console/ for docs/console.md).
 
 Runs last in tests/e2e (after test_cluster deleted demo-worker-2 and
 test_update moved the cluster to racksmith-1.1.0), and alone on a fresh
