@@ -12,6 +12,7 @@ from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from tests.serverproc import ServerProc, start_server
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """pytest-xdist groups (``--dist loadgroup``, see the Makefile): the tests
     of the e2e demo session (the ``demo_rack`` fixture: one ``racksmith up``
