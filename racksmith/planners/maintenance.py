@@ -55,7 +55,6 @@ PLAN_OWNER_PREFIX = "plan"
 REBOOT_OWNER_PREFIX = "reboot"
 
 
-
 @dataclass(frozen=True)
 class MaintenanceTimings:
     """How long the node flow waits (seconds of the caller's clock).
