@@ -3,7 +3,8 @@
 Owns: building every part from :class:`Settings` and starting/stopping them
 in order — the embedded API server (with Racksmith's CRDs as bootstrap
 objects), a Kubernetes client for the controllers (through the kubeconfig,
-exactly as on a real cluster), the controller manager, ``--apply``
+exactly as on a real cluster), the controllers (:func:`build_controllers`,
+with the waits of ``Settings.timings``) and their manager, ``--apply``
 manifests — plus readiness (``/readyz`` is 200 once the API and every
 controller run), ``/metrics`` and clean shutdown on SIGINT/SIGTERM.
 """
@@ -40,7 +41,9 @@ from racksmith.emulator.workloads import reference_workloads_controller
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
 from racksmith.kinds.metal import ChecksumType, Image
+from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
+from racksmith.runtime.controller import Controller
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
 
@@ -50,6 +53,28 @@ log = logging.getLogger("racksmith")
 AGENT_SECRET = ("racksmith-system", "racksmith-agent")
 
 Step = Callable[[str], None]
+
+
+def build_controllers(settings: Settings, client: Any, *, provisioner: Provisioner | None,
+                      registry: CollectorRegistry, default_image: Image | None,
+                      alertmanager_url: str | None, emulated: bool,
+                      on_step: Step = lambda _msg: None) -> list[Controller]:
+    """Every controller ``racksmith up`` runs, built with ``settings`` (workers,
+    timings): those of :func:`all_controllers` (the BareMetalHost controller
+    when a ``provisioner`` is given) and, with emulated hosts and
+    ``settings.reference_workloads``, the reference workload controller."""
+    controllers = all_controllers(client, workers=settings.controller_workers,
+                                  provisioner=provisioner, registry=registry,
+                                  ipam=True, cluster=ClusterOptions(
+                                      default_image=default_image,
+                                      agent_secret=AGENT_SECRET,
+                                      alertmanager_url=alertmanager_url),
+                                  timings=settings.timings.controllers)
+    if emulated and settings.reference_workloads:
+        on_step("reference workload controller: namespace racksmith-workloads")
+        controllers.append(reference_workloads_controller(
+            client, timings=settings.timings.reference_workloads))
+    return controllers
 
 
 @dataclass
@@ -128,15 +153,10 @@ class Racksmith:
             self._client = await api_client_from_kubeconfig(self.server.kubeconfig_path)
             registry = CollectorRegistry()
             await self._start_alert_source()
-            controllers = all_controllers(self._client, workers=s.controller_workers,
-                                          provisioner=self.provisioner, registry=registry,
-                                          ipam=True, cluster=ClusterOptions(
-                                              default_image=self._default_image(),
-                                              agent_secret=AGENT_SECRET,
-                                              alertmanager_url=self.alertmanager_url))
-            if self.emulator is not None and s.reference_workloads:
-                self.on_step("reference workload controller: namespace racksmith-workloads")
-                controllers.append(reference_workloads_controller(self._client))
+            controllers = build_controllers(
+                s, self._client, provisioner=self.provisioner, registry=registry,
+                default_image=self._default_image(), alertmanager_url=self.alertmanager_url,
+                emulated=self.emulator is not None, on_step=self.on_step)
             self.manager = Manager(self._client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace="kube-system", registry=registry)
@@ -234,7 +254,8 @@ class Racksmith:
                 self.on_step(f"emulated hosts: kubectl apply -f {self.emulator.manifest_path}")
         self._ironic_client = IronicClient(url, node_cache_ttl=1.0)
         await self._ironic_client.__aenter__()
-        self.provisioner = IronicProvisioner(self._ironic_client, settings)
+        self.provisioner = IronicProvisioner(self._ironic_client, settings,
+                                             timings=s.timings.ironic)
 
     async def stop(self) -> None:
         if self._progress_task is not None:

@@ -1,7 +1,10 @@
 """Settings: the one typed configuration object, passed explicitly.
 
 Owns: every knob of ``racksmith up`` / ``racksmith apiserver`` and where its
-default comes from (``$RACKSMITH_DATA_DIR``, else ``~/.local/share/racksmith``).
+default comes from (``$RACKSMITH_DATA_DIR``, else ``~/.local/share/racksmith``),
+and :class:`Timings`, the waits of every part ``racksmith up`` builds (no
+command-line flag: the defaults are the product's; tests that start an
+in-process app pass small ones).
 """
 
 from __future__ import annotations
@@ -10,12 +13,29 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from racksmith.controllers import ControllerTimings
+from racksmith.emulator.workloads import WorkloadTimings
+from racksmith.provisioner.ironic_states import IronicTimings
+
 
 def default_data_dir() -> Path:
     env = os.environ.get("RACKSMITH_DATA_DIR")
     if env:
         return Path(env).expanduser()
     return Path.home() / ".local" / "share" / "racksmith"
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Poll intervals, retry delays and resync periods of everything the
+    composition root builds, each part's own settings object with its defaults."""
+
+    controllers: ControllerTimings = field(default_factory=ControllerTimings)
+    """Every controller of :func:`racksmith.controllers.all_controllers`."""
+    ironic: IronicTimings = field(default_factory=IronicTimings)
+    """The Ironic provisioner's waits after its own requests."""
+    reference_workloads: WorkloadTimings = field(default_factory=WorkloadTimings)
+    """The reference workload controller (with emulated hosts)."""
 
 
 @dataclass
@@ -47,3 +67,5 @@ class Settings:
     """With emulated hosts, run the reference workload controller."""
     console: bool = True
     """Serve the web console under /console/ on the API server's port."""
+    timings: Timings = field(default_factory=Timings)
+    """The waits of the controllers, the provisioner and the reference workloads."""

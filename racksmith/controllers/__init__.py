@@ -1,26 +1,35 @@
 """Racksmith's controllers, one per kind, talking only through the API.
 
-Owns: the list of controllers ``racksmith up`` runs (:func:`all_controllers`)
-and the options of the cluster layer (:class:`ClusterOptions`). Each
+Owns: the list of controllers ``racksmith up`` runs (:func:`all_controllers`),
+the options of the cluster layer (:class:`ClusterOptions`) and every
+controller's waits in one place (:class:`ControllerTimings`). Each
 controller lives in its own package and is built from an ApiClient and its
-collaborators.
+collaborators; its timings are declared there, next to it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from racksmith.controllers.baremetalhost import baremetalhost_controller
+from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
 from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.ipam import subnet_controller
-from racksmith.controllers.ipamhost import ipamhost_controller, l2template_controller
-from racksmith.controllers.machine import machine_controller
-from racksmith.controllers.maintenance import graceful_reboot_controller
-from racksmith.controllers.update import AlertmanagerSource, update_controller
-from racksmith.controllers.volume import claim_binder_controller, volume_controller
+from racksmith.controllers.ipamhost import (
+    IpamHostTimings,
+    ipamhost_controller,
+    l2template_controller,
+)
+from racksmith.controllers.machine import MachineTimings, machine_controller
+from racksmith.controllers.maintenance import GracefulRebootTimings, graceful_reboot_controller
+from racksmith.controllers.update import AlertmanagerSource, UpdateTimings, update_controller
+from racksmith.controllers.volume import (
+    VolumeTimings,
+    claim_binder_controller,
+    volume_controller,
+)
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.controller import Controller
@@ -44,6 +53,30 @@ class ClusterOptions:
     alertmanager_url: str | None = None
 
 
+@dataclass(frozen=True)
+class ControllerTimings:
+    """The waits of every controller (poll intervals, retry delays, resync
+    periods), for the composition root to pass; each field is the
+    controller's own settings object with its defaults. Tests shrink them.
+
+    The Subnet, L2Template, Cluster and claim binder controllers have no
+    timed waits (they act on events only).
+    """
+
+    baremetalhost: BareMetalHostSettings = field(default_factory=BareMetalHostSettings)
+    """BareMetalHost controller: polls, back-off and call budget."""
+    ipamhost: IpamHostTimings = field(default_factory=IpamHostTimings)
+    """IpamHost controller."""
+    machine: MachineTimings = field(default_factory=MachineTimings)
+    """Machine controller."""
+    volume: VolumeTimings = field(default_factory=VolumeTimings)
+    """Volume controller."""
+    update: UpdateTimings = field(default_factory=UpdateTimings)
+    """LCM update controller, with its node maintenance flow."""
+    graceful_reboot: GracefulRebootTimings = field(default_factory=GracefulRebootTimings)
+    """GracefulRebootRequest controller, with its node maintenance flow."""
+
+
 def all_controllers(
     api_client: Any,
     *,
@@ -52,6 +85,7 @@ def all_controllers(
     registry: CollectorRegistry | None = None,
     ipam: bool = False,
     cluster: ClusterOptions | None = None,
+    timings: ControllerTimings | None = None,
 ) -> list[Controller]:
     """Every controller of this release: the BareMetalHost controller when a
     ``provisioner`` (the backend that drives servers) is given, the IPAM
@@ -59,26 +93,30 @@ def all_controllers(
     the cluster layer (Machine, Cluster, IpamHost, L2Template, Volume, the
     pre-bound claim binder, the LCM update controller and the graceful
     reboot controller) when ``cluster`` is given. ``registry`` receives
-    the controllers' own metrics (pass the manager's)."""
+    the controllers' own metrics (pass the manager's). ``timings``: every
+    controller's waits (None: the defaults)."""
+    t = timings if timings is not None else ControllerTimings()
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
-            baremetalhost_controller(api_client, provisioner, workers=workers, registry=registry)
+            baremetalhost_controller(api_client, provisioner, workers=workers, registry=registry,
+                                     settings=t.baremetalhost)
         )
     if ipam or cluster is not None:
         controllers.append(subnet_controller(api_client, workers=min(workers, 2)))
     if cluster is not None:
         controllers.extend([
-            ipamhost_controller(api_client, workers=min(workers, 2)),
+            ipamhost_controller(api_client, workers=min(workers, 2), timings=t.ipamhost),
             l2template_controller(api_client, workers=1),
             machine_controller(api_client, default_image=cluster.default_image,
-                               agent_secret=cluster.agent_secret, workers=min(workers, 4)),
+                               agent_secret=cluster.agent_secret, workers=min(workers, 4),
+                               timings=t.machine),
             cluster_controller(api_client, workers=1),
-            volume_controller(api_client, workers=min(workers, 2)),
+            volume_controller(api_client, workers=min(workers, 2), timings=t.volume),
             claim_binder_controller(api_client, workers=1),
             update_controller(api_client, workers=1, alert_source=(
                 AlertmanagerSource(cluster.alertmanager_url)
-                if cluster.alertmanager_url else None)),
-            graceful_reboot_controller(api_client, workers=1),
+                if cluster.alertmanager_url else None), timings=t.update),
+            graceful_reboot_controller(api_client, workers=1, timings=t.graceful_reboot),
         ])
     return controllers

@@ -34,13 +34,15 @@ reconcile reads the world, asks the pure :func:`workloads_plan.plan` what to
 write, and writes it (lock status through the status subresource). No state
 outside the API, so a restart resumes where it stopped. Started by
 ``racksmith up`` when hosts are emulated; the runtime's ``Controller`` runs
-it (:func:`reference_workloads_controller`).
+it (:func:`reference_workloads_controller`), looking again without events
+as :class:`WorkloadTimings` says.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -89,9 +91,21 @@ _NODES = Resource("", "v1", "nodes")
 _PODS = Resource("", "v1", "pods")
 _CONFIG_MAPS = Resource("", "v1", "configmaps")
 
-#: How often to look again while a migration waits, and when idle.
-BUSY_REQUEUE = 1.0
-IDLE_REQUEUE = 30.0
+
+
+@dataclass(frozen=True)
+class WorkloadTimings:
+    """How often the reference workload controller looks again without an event
+    (seconds). The composition root may override the defaults; tests shrink them."""
+
+    busy_requeue: float = 1.0
+    """Look again this soon while a migration waits (for a replacement to be Ready)."""
+    idle_requeue: float = 30.0
+    """Look again this often when nothing is in progress."""
+
+    def __post_init__(self) -> None:
+        if self.busy_requeue <= 0 or self.idle_requeue <= 0:
+            raise ValueError("workload timings must be > 0")
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -207,7 +221,9 @@ class _Kube:
 class ReferenceWorkloads:
     """The reconciler (one key: the whole service); see the module docstring."""
 
-    def __init__(self, api_client: Any, *, logger: Any = None) -> None:
+    def __init__(self, api_client: Any, *, logger: Any = None,
+                 timings: WorkloadTimings | None = None) -> None:
+        self.timings = timings if timings is not None else WorkloadTimings()
         self.kube = _Kube(api_client)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.emulator.workloads")
@@ -245,7 +261,8 @@ class ReferenceWorkloads:
         world, raw_locks, cluster_lock = await self.read_world()
         acts = plan(world)
         await self._apply(acts, raw_locks, cluster_lock)
-        return RequeueAfter(BUSY_REQUEUE if acts.busy else IDLE_REQUEUE)
+        t = self.timings
+        return RequeueAfter(t.busy_requeue if acts.busy else t.idle_requeue)
 
     async def _apply(self, acts: Actions, raw_locks: dict[str, dict[str, Any]],
                      cluster_lock: dict[str, Any] | None) -> None:
@@ -337,13 +354,15 @@ def _service_key(_obj: Mapping[str, Any]) -> list[ObjectKey]:
 
 def reference_workloads_controller(api_client: Any, *, workers: int = 1,
                                    clock: Clock | None = None,
-                                   logger: Any = None) -> Controller:
+                                   logger: Any = None,
+                                   timings: WorkloadTimings | None = None) -> Controller:
     """The reference workload controller as a runtime ``Controller`` (see the
     module docstring). Every watched kind — Nodes, NodeMaintenanceRequests,
     ClusterMaintenanceRequests, this controller's locks, its Pods and its
     ConfigMap — enqueues the one key of the service; ``workers`` is accepted
     for symmetry with the other controllers, but one key is never reconciled
-    by two workers at once."""
+    by two workers at once. ``timings``: how often it looks again without
+    events (None: the defaults)."""
     clock = clock if clock is not None else SystemClock()
 
     def source(resource: Resource, **kwargs: Any) -> KubeSource:
@@ -357,8 +376,9 @@ def reference_workloads_controller(api_client: Any, *, workers: int = 1,
         source(_CONFIG_MAPS, namespace=NAMESPACE),
     ]
     return Controller("reference-workloads", sources,
-                      ReferenceWorkloads(api_client, logger=logger),
+                      ReferenceWorkloads(api_client, logger=logger, timings=timings),
                       workers=workers, clock=clock, logger=logger)
 
 
-__all__ = ["NAMESPACE", "ReferenceWorkloads", "reference_workloads_controller"]
+__all__ = ["NAMESPACE", "ReferenceWorkloads", "WorkloadTimings",
+           "reference_workloads_controller"]

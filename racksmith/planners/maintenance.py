@@ -13,8 +13,12 @@ Pure: no I/O, no clock (``now`` is part of the snapshot). Called by
 of the world; because every decision is taken from what is written on the
 objects (the request's annotations are the flow's memory), a flow stopped at
 any point resumes where the world is and never repeats a step, except the
-reboot, requested again only after ``REBOOT_RETRY_SECONDS`` with the BMH
-annotation gone and the boot ID unchanged.
+reboot, requested again only after ``MaintenanceTimings.reboot_retry``
+with the BMH annotation gone and the boot ID unchanged.
+
+How long the flow waits is an input too: ``MaintenanceTimings``, carried by
+the snapshot (``NodeObserved.timings``); the controllers that run the flow
+get it from the composition root.
 """
 
 from __future__ import annotations
@@ -50,13 +54,37 @@ BMH_REBOOT_ANNOTATION = "reboot.metal.racksmith.io/lcm"
 PLAN_OWNER_PREFIX = "plan"
 REBOOT_OWNER_PREFIX = "reboot"
 
-REBOOT_RETRY_SECONDS = 600.0
-"""A reboot whose BMH annotation is gone while the boot ID is unchanged for
-this long is requested again."""
-LOCK_RETRY_SECONDS = 10.0
-POLL_SECONDS = 5.0
-EVICTION_BACKOFF_BASE = 2.0
-EVICTION_BACKOFF_CAP = 30.0
+
+@dataclass(frozen=True)
+class MaintenanceTimings:
+    """How long the node flow waits (seconds of the caller's clock).
+
+    An input of the planner (``NodeObserved.timings``) and of the eviction
+    back-off; the composition root may override the defaults, tests shrink
+    them.
+    """
+
+    poll: float = 5.0
+    """Look again this often while waiting on the node, its LCMMachine, its
+    BareMetalHost or a pod's eviction."""
+    lock_retry: float = 10.0
+    """Look again this often while NodeWorkloadLocks are active or failed,
+    or another owner holds the node."""
+    reboot_retry: float = 600.0
+    """A reboot whose BMH annotation is gone while the boot ID is unchanged
+    for this long is requested again."""
+    eviction_backoff_base: float = 2.0
+    """Wait before evicting a pod again after its first refusal; doubles
+    with each further refusal."""
+    eviction_backoff_cap: float = 30.0
+    """Longest wait between evictions of a refused pod."""
+
+    def __post_init__(self) -> None:
+        if min(self.poll, self.lock_retry, self.reboot_retry,
+               self.eviction_backoff_base) <= 0:
+            raise ValueError("maintenance timings must be > 0")
+        if self.eviction_backoff_cap < self.eviction_backoff_base:
+            raise ValueError("eviction_backoff_cap must be >= eviction_backoff_base")
 
 
 def plan_owner(namespace: str, plan: str) -> str:
@@ -229,6 +257,8 @@ class NodeObserved:
     lcm: LcmView | None = None
     bmh: str | None = None
     bmh_reboot_pending: bool = False
+    timings: MaintenanceTimings = field(default_factory=MaintenanceTimings)
+    """How long to wait in each state (the defaults unless the caller says)."""
 
 
 # --- actions -------------------------------------------------------------------------
@@ -328,12 +358,12 @@ def decide(obs: NodeObserved) -> Decision:
     if req is not None and req.owner != job.owner:
         return _at(NodeState.WAITING_FOR_OTHER,
                    f"node in maintenance by {req.owner or 'an unknown owner'}", 0,
-                   LOCK_RETRY_SECONDS)
+                   obs.timings.lock_retry)
     node = obs.node
     if req is None:
         if node is None:
             return _at(NodeState.WAITING_FOR_NODE, f"Node {job.node} not found", 0,
-                       POLL_SECONDS)
+                       obs.timings.poll)
         was = node.unschedulable and CORDONED_BY not in node.annotations
         return _at(NodeState.REQUESTED, "creating the NodeMaintenanceRequest", 0, 0.0,
                    CreateRequest(was_unschedulable=was))
@@ -351,7 +381,7 @@ def _locks(obs: NodeObserved, req: RequestView) -> Decision | None:
         return _at(NodeState.LOCK_FAILED,
                    f"NodeWorkloadLock {lk.name} ({lk.controller}) failed: "
                    f"{lk.error_message or 'no error message'}",
-                   5, LOCK_RETRY_SECONDS)
+                   5, obs.timings.lock_retry)
     active = [lk for lk in obs.locks if lk.state not in ("inactive", "failed")]
     if not active:
         return None
@@ -362,14 +392,14 @@ def _locks(obs: NodeObserved, req: RequestView) -> Decision | None:
     if details:
         message += f": {details}"
     return _at(NodeState.WAITING_FOR_LOCKS, message, 5 + int(15 * done / 100),
-               LOCK_RETRY_SECONDS)
+               obs.timings.lock_retry)
 
 
 def _drain(obs: NodeObserved, req: RequestView) -> Decision | None:
     node = obs.node
     if node is None:
         return _at(NodeState.WAITING_FOR_NODE, f"Node {obs.job.node} not found", 20,
-                   POLL_SECONDS)
+                   obs.timings.poll)
     was = req.annotations.get(WAS_UNSCHEDULABLE) == "true"
     ours = node.annotations.get(CORDONED_BY) == obs.job.owner
     started = parse_time(req.annotations.get(DRAIN_STARTED))
@@ -385,7 +415,8 @@ def _drain(obs: NodeObserved, req: RequestView) -> Decision | None:
         return None
     due = tuple(p for p in obs.pods if p.retry_at is None or p.retry_at <= obs.now)
     next_try = min(((p.retry_at - obs.now).total_seconds() for p in obs.pods
-                    if p.retry_at is not None and p.retry_at > obs.now), default=POLL_SECONDS)
+                    if p.retry_at is not None and p.retry_at > obs.now),
+                   default=obs.timings.poll)
     action: Action = Evict(due) if due else Wait()
     requeue = 0.0 if due else max(0.1, next_try)
     refused = [p for p in obs.pods if p.refusal is not None]
@@ -422,7 +453,7 @@ def _apply(obs: NodeObserved, req: RequestView) -> Decision | None:
     lcm = obs.lcm
     if lcm is None:
         return _at(NodeState.APPLYING, f"LCMMachine {obs.job.machine} not found", 50,
-                   POLL_SECONDS)
+                   obs.timings.poll)
     if (lcm.spec_release == release and lcm.phase == "Ready"
             and lcm.observed_generation == lcm.generation and lcm.release == release):
         return None
@@ -432,7 +463,7 @@ def _apply(obs: NodeObserved, req: RequestView) -> Decision | None:
         message = f"applying release {release}: LCMMachine {lcm.phase or 'Pending'}"
         if lcm.error:
             message += f": {lcm.error}"
-    return _at(NodeState.APPLYING, message, 55, POLL_SECONDS)
+    return _at(NodeState.APPLYING, message, 55, obs.timings.poll)
 
 
 def needs_reboot(obs: NodeObserved) -> bool:
@@ -453,29 +484,30 @@ def _reboot(obs: NodeObserved, req: RequestView) -> Decision | None:
             return None
         if not node.boot_id:
             return _at(NodeState.REBOOTING, f"Node {node.name} reports no boot ID yet", 70,
-                       POLL_SECONDS)
+                       obs.timings.poll)
         return _at(NodeState.REBOOTING, "recording the boot ID", 70, 0.0,
                    RecordReboot(node.boot_id))
     if node.boot_id and node.boot_id != recorded:
         return None  # booted again since the reboot was recorded
     if obs.bmh is None:
         return _at(NodeState.REBOOTING, f"Machine {obs.job.machine} has no BareMetalHost",
-                   70, POLL_SECONDS)
+                   70, obs.timings.poll)
     requested = parse_time(req.annotations.get(REBOOT_REQUESTED))
     if requested is None:
         return _at(NodeState.REBOOTING, f"requesting a reboot of BareMetalHost {obs.bmh}", 70,
                    0.0, RequestReboot(obs.bmh, obs.now))
     if obs.bmh_reboot_pending:
         return _at(NodeState.REBOOTING, f"waiting for BareMetalHost {obs.bmh} to power-cycle",
-                   75, POLL_SECONDS)
+                   75, obs.timings.poll)
     waited = (obs.now - requested).total_seconds()
-    if waited >= REBOOT_RETRY_SECONDS:
+    retry = obs.timings.reboot_retry
+    if waited >= retry:
         return _at(NodeState.REBOOTING,
-                   f"node did not boot again within {int(REBOOT_RETRY_SECONDS)} s, "
+                   f"node did not boot again within {retry:g} s, "
                    f"requesting the reboot of BareMetalHost {obs.bmh} again", 75, 0.0,
                    RequestReboot(obs.bmh, obs.now))
     return _at(NodeState.REBOOTING, "waiting for the node to boot again", 80,
-               min(POLL_SECONDS, max(0.1, REBOOT_RETRY_SECONDS - waited)))
+               min(obs.timings.poll, max(0.1, retry - waited)))
 
 
 def _node(obs: NodeObserved, req: RequestView) -> Decision | None:
@@ -484,7 +516,7 @@ def _node(obs: NodeObserved, req: RequestView) -> Decision | None:
     if node.ready:
         return None
     return _at(NodeState.WAITING_FOR_NODE, f"waiting for Node {node.name} to be Ready", 90,
-               POLL_SECONDS)
+               obs.timings.poll)
 
 
 def _uncordon(obs: NodeObserved, req: RequestView) -> Decision | None:
@@ -509,9 +541,11 @@ def is_evictable(owner_kinds: tuple[str, ...], annotations: Mapping[str, str],
     return not (terminating or "DaemonSet" in owner_kinds or MIRROR_ANNOTATION in annotations)
 
 
-def eviction_backoff(attempts: int) -> float:
-    """Seconds before the next eviction of a pod refused ``attempts`` times (2 s doubling
-    to 30 s)."""
+def eviction_backoff(attempts: int, timings: MaintenanceTimings) -> float:
+    """Seconds before the next eviction of a pod refused ``attempts`` times
+    (``timings.eviction_backoff_base`` doubling to ``eviction_backoff_cap``:
+    2 s doubling to 30 s by default)."""
     if attempts <= 0:
         return 0.0
-    return float(min(EVICTION_BACKOFF_CAP, EVICTION_BACKOFF_BASE * 2 ** (attempts - 1)))
+    return float(min(timings.eviction_backoff_cap,
+                     timings.eviction_backoff_base * 2 ** (attempts - 1)))

@@ -8,7 +8,8 @@ the client's node cache (``racksmith up``) the reads of one reconcile
 (register, then e.g. power_state and power) cost at most one Ironic call:
 the client serves them from data fetched after our last write to the node
 and at most ``node_cache_ttl`` old. State
-translation lives in :mod:`ironic_states`, BMC schemes in
+translation and the waits after our own requests (``IronicTimings``) live
+in :mod:`ironic_states`, BMC schemes in
 :mod:`ironic_bmc`, inventory mapping in :mod:`ironic_inventory`.
 
 Exactly one deploy per provision request: ``active`` is requested only from
@@ -70,9 +71,10 @@ class IronicProvisioner:
     """Provisioner backed by Ironic (see the module docstring)."""
 
     def __init__(self, client: IronicClient, settings: IronicSettings, *,
-                 logger: Any = None) -> None:
+                 logger: Any = None, timings: st.IronicTimings | None = None) -> None:
         self.client = client
         self.settings = settings
+        self.timings = timings if timings is not None else st.IronicTimings()
         self._ipmi = settings.ipmi_enabled()
         self._log = logger if logger is not None else structlog.get_logger(
             "racksmith.provisioner.ironic")
@@ -104,7 +106,7 @@ class IronicProvisioner:
                     self._node_body(host, bmc, spec), host=name)
             except IronicAPIError as exc:
                 if exc.is_conflict:  # created meanwhile, or a stale uuid: look again
-                    return RegisterResult(Result.wait(st.ACTION_POLL))
+                    return RegisterResult(Result.wait(self.timings.action_poll))
                 return RegisterResult(Result.fail(
                     ErrorKind.REGISTRATION, st.scrub(exc.message, secrets)))
             self._log.info("ironic node created", host=name, uuid=node.get("uuid"),
@@ -114,7 +116,7 @@ class IronicProvisioner:
             ops = self._driver_patch(node, spec, credentials_changed=credentials_changed)
             if ops:
                 if st.is_busy(node):
-                    return RegisterResult(st.busy_result(node), node.get("uuid"))
+                    return RegisterResult(st.busy_result(node, self.timings), node.get("uuid"))
                 try:
                     node = await self.client.patch_node(name, ops)
                 except IronicAPIError as exc:
@@ -126,7 +128,7 @@ class IronicProvisioner:
         node_id = node.get("uuid")
         state = node.get("provision_state")
         if state == st.VERIFYING or (state == st.ENROLL and node.get("target_provision_state")):
-            return RegisterResult(st.busy_result(node, dirty=dirty), node_id)
+            return RegisterResult(st.busy_result(node, self.timings, dirty=dirty), node_id)
         if state != st.ENROLL:
             return RegisterResult(Result(done=True, dirty=dirty), node_id)
         # enroll: verify BMC access with "manage" (once per credentials change).
@@ -210,7 +212,7 @@ class IronicProvisioner:
             return InspectResult(_not_registered(ErrorKind.INSPECTION))
         state = node.get("provision_state")
         if st.is_busy(node):
-            return InspectResult(st.busy_result(node))
+            return InspectResult(st.busy_result(node, self.timings))
         inspected = bool(node.get("inspection_finished_at"))
         if state == st.INSPECT_FAILED:
             if force:
@@ -253,7 +255,7 @@ class IronicProvisioner:
             return _not_registered(ErrorKind.PREPARATION)
         state = node.get("provision_state")
         if st.is_busy(node):
-            return st.busy_result(node)
+            return st.busy_result(node, self.timings)
         if state == st.AVAILABLE:
             return Result.ok()
         if state == st.MANAGEABLE:
@@ -272,7 +274,7 @@ class IronicProvisioner:
             return _not_registered(ErrorKind.PROVISIONING)
         state = node.get("provision_state")
         if st.is_busy(node):
-            return st.busy_result(node)
+            return st.busy_result(node, self.timings)
         if state == st.ACTIVE:
             return Result.ok()
         if state == st.MANAGEABLE:  # not prepared yet: make it available first
@@ -296,7 +298,7 @@ class IronicProvisioner:
             return _not_registered(ErrorKind.PROVISIONING)
         state = node.get("provision_state")
         if st.is_busy(node):
-            return st.busy_result(node)
+            return st.busy_result(node, self.timings)
         if state == st.ACTIVE:
             return Result.ok()
         if state == st.AVAILABLE:  # adoption starts from manageable
@@ -327,7 +329,7 @@ class IronicProvisioner:
             return Result.ok()
         state = node.get("provision_state")
         if st.is_busy(node):
-            return st.busy_result(node)
+            return st.busy_result(node, self.timings)
         if state == st.AVAILABLE:
             return Result.ok()
         if state in (st.ACTIVE, st.DEPLOY_FAILED, st.ERROR):
@@ -385,7 +387,7 @@ class IronicProvisioner:
         if node is None:
             return _not_registered(ErrorKind.POWER)
         if node.get("target_power_state"):
-            return Result.wait(st.POWER_POLL)
+            return Result.wait(self.timings.power_poll)
         if st.power_on(node.get("power_state")) is on:
             return Result.ok()
         return await self._power_action(name, on)
@@ -396,7 +398,7 @@ class IronicProvisioner:
         except IronicAPIError as exc:
             return self._api_failure(exc, ErrorKind.POWER)
         self._log.info("power change requested", host=name, on=on)
-        return Result.wait(st.POWER_POLL, dirty=True)
+        return Result.wait(self.timings.power_poll, dirty=True)
 
     async def power_state(self, host: HostIdentity) -> bool | None:
         node = await self.client.get_node(host.node_name)
@@ -414,7 +416,7 @@ class IronicProvisioner:
         state = node.get("provision_state")
         if not node.get("maintenance"):
             if st.is_busy(node) or node.get("target_power_state"):
-                return st.busy_result(node)
+                return st.busy_result(node, self.timings)
             if state in (st.ACTIVE, st.DEPLOY_FAILED, st.ERROR):
                 return await self._provision_action(name, "deleted", ErrorKind.PROVISIONING)
             if state in (st.CLEAN_FAILED, st.INSPECT_FAILED):
@@ -459,15 +461,14 @@ class IronicProvisioner:
         except IronicAPIError as exc:
             return self._api_failure(exc, kind, secrets)
         self._log.info("provision action requested", host=name, target=target)
-        return Result.wait(st.ACTION_POLL, dirty=True)
+        return Result.wait(self.timings.action_poll, dirty=True)
 
-    @staticmethod
-    def _api_failure(exc: IronicAPIError, kind: ErrorKind,
+    def _api_failure(self, exc: IronicAPIError, kind: ErrorKind,
                      secrets: tuple[str, ...] = ()) -> Result:
         """A locked node (409 "... is locked ...") means look again; any other
         refusal (including 409 for a change the state forbids) is the host's."""
         if exc.is_conflict and "locked" in exc.message.lower():
-            return Result.wait(st.ACTION_POLL)
+            return Result.wait(self.timings.action_poll)
         return Result.fail(kind, st.scrub(exc.message, secrets))
 
 

@@ -2,8 +2,9 @@
 
 Owns :data:`PROVISION_STATES` (every Ironic provision state → whether it is
 stable, busy or failed, which :class:`ErrorKind` a failure is, and how long
-to wait before looking again), :data:`POWER_STATES` (Ironic power states →
-on/off/unknown) and :func:`failure`, which turns a failed node's
+to wait before looking again), :class:`IronicTimings` (the waits after our
+own requests), :data:`POWER_STATES` (Ironic power states → on/off/unknown)
+and :func:`failure`, which turns a failed node's
 ``last_error`` into a :class:`Result`. Nothing else in Racksmith knows
 Ironic's state names; :mod:`racksmith.provisioner.ironic` asks this module.
 """
@@ -108,11 +109,24 @@ PROVISION_STATES: dict[str, StateInfo] = {
 #: Unknown states (a newer Ironic) are treated as busy: look again later.
 UNKNOWN_STATE = StateInfo(Phase.BUSY, poll=10.0)
 
-#: Wait after requesting a change ourselves (Ironic acts within ~0.1 s on
-#: fake hardware; real BMCs take seconds).
-ACTION_POLL = 1.0
-#: Wait while a power change is pending.
-POWER_POLL = 2.0
+
+
+@dataclass(frozen=True)
+class IronicTimings:
+    """How long the Ironic provisioner asks the caller to wait after its own
+    requests (seconds). The composition root may override the defaults;
+    tests shrink them. The waits of busy states are the table's."""
+
+    action_poll: float = 1.0
+    """Look again this soon after requesting a change ourselves (Ironic acts
+    within ~0.1 s on fake hardware; real BMCs take seconds), or after a
+    conflicting or retryable Ironic API error."""
+    power_poll: float = 2.0
+    """Look again this soon while a power change is pending."""
+
+    def __post_init__(self) -> None:
+        if self.action_poll <= 0 or self.power_poll <= 0:
+            raise ValueError("Ironic timings must be > 0")
 
 #: Ironic power states → powered on (True), off (False), unknown (None).
 POWER_STATES: dict[str | None, bool | None] = {
@@ -143,10 +157,11 @@ def is_busy(node: dict[str, Any]) -> bool:
     return info.phase is Phase.BUSY or bool(node.get("target_provision_state"))
 
 
-def busy_result(node: dict[str, Any], *, dirty: bool = False) -> Result:
-    """Look again after the state's poll interval."""
+def busy_result(node: dict[str, Any], timings: IronicTimings, *, dirty: bool = False) -> Result:
+    """Look again after the state's poll interval (``timings.action_poll`` for
+    a state without one)."""
     info = state_info(node.get("provision_state"))
-    return Result.wait(info.poll or ACTION_POLL, dirty=dirty)
+    return Result.wait(info.poll or timings.action_poll, dirty=dirty)
 
 
 def power_on(power_state: str | None) -> bool | None:

@@ -20,7 +20,12 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.apiserver.server import ApiServer
-from racksmith.controllers.maintenance import graceful_reboot_controller, reboot_order
+from racksmith.controllers.maintenance import (
+    GracefulRebootTimings,
+    MaintenanceTimings,
+    graceful_reboot_controller,
+    reboot_order,
+)
 from racksmith.kinds.cluster import Machine
 from racksmith.runtime import Manager
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
@@ -35,6 +40,10 @@ from tests.integration.test_node_maintenance import (
 )
 
 REBOOT_ANNOTATION = "reboot.metal.racksmith.io/lcm"
+# Small waits; the reboot retry stays the default (a reboot asked again would be a
+# second power cycle, which the test counts).
+TIMINGS = GracefulRebootTimings(poll=0.3, node_flow=MaintenanceTimings(
+    poll=0.3, lock_retry=0.3, eviction_backoff_base=0.1, eviction_backoff_cap=0.3))
 
 
 @pytest.fixture
@@ -48,8 +57,8 @@ async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
 
 @contextlib.asynccontextmanager
 async def running(client: ApiClient) -> AsyncIterator[None]:
-    manager = Manager(client, [graceful_reboot_controller(client)], identity="reboot-test",
-                      shutdown_timeout=10)
+    manager = Manager(client, [graceful_reboot_controller(client, timings=TIMINGS)],
+                      identity="reboot-test", shutdown_timeout=10)
     task = asyncio.create_task(manager.run())
     try:
         async with asyncio.timeout(WAIT):

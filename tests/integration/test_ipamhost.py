@@ -29,6 +29,7 @@ from racksmith.controllers.ipamhost import (
     IPAMHOST_LABEL,
     RENDERED_GENERATION,
     IpamHostReconciler,
+    IpamHostTimings,
     ipamhost_controller,
     l2template_controller,
 )
@@ -38,6 +39,7 @@ from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 GROUP, VERSION, NS = "ipam.racksmith.io", "v1alpha1", "default"
 MERGE_PATCH: Any = {"_content_type": "application/merge-patch+json"}
 WAIT = 20.0  # upper bound of every wait; never an expectation
+TIMINGS = IpamHostTimings(pending_retry=0.3)
 
 TWO_NICS = textwrap.dedent("""\
     version: 2
@@ -79,7 +81,7 @@ async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
 async def running(client: ApiClient, *, hosts: bool = True) -> AsyncIterator[Manager]:
     controllers = [subnet_controller(client, workers=2)]
     if hosts:
-        controllers += [ipamhost_controller(client, workers=2),
+        controllers += [ipamhost_controller(client, workers=2, timings=TIMINGS),
                         l2template_controller(client, workers=1)]
     manager = Manager(client, controllers, identity="ipamhost-test", shutdown_timeout=10)
     task = asyncio.create_task(manager.run())

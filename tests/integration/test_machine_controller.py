@@ -25,7 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
 from racksmith.controllers.cluster import cluster_controller
-from racksmith.controllers.machine import FINALIZER, machine_controller
+from racksmith.controllers.machine import FINALIZER, MachineTimings, machine_controller
 from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.runtime import Manager
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
@@ -43,6 +43,8 @@ SETTINGS = BareMetalHostSettings(
     error_backoff_cap=0.2, backend_retry_base=0.02, backend_retry_cap=0.2, jitter=0.0,
     calls_per_minute=100_000,
 )
+TIMINGS = MachineTimings(retry_missing=0.2, retry_no_host=0.5, retry_drain=0.2,
+                         retry_terminating=0.2, resync=1.0)
 NETCONFIG = {"version": 2, "ethernets": {
     "eno1": {"match": {"macaddress": "52:54:00:00:00:01"}, "set-name": "eno1",
              "addresses": ["10.10.0.11/24"]},
@@ -227,7 +229,7 @@ async def running(client: ApiClient, backend: FixtureProvisioner | None = None
     backend = backend if backend is not None else FixtureProvisioner(poll=0.01)
     controllers = [
         baremetalhost_controller(client, backend, settings=SETTINGS, workers=2),
-        machine_controller(client, workers=2),
+        machine_controller(client, workers=2, timings=TIMINGS),
         cluster_controller(client),
     ]
     manager = Manager(client, controllers, identity="machine-test", shutdown_timeout=10)

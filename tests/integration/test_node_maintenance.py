@@ -22,7 +22,13 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.maintenance import NodeMaintenance
 from racksmith.kinds.maintenance import MaintenanceScope
-from racksmith.planners.maintenance import NodeJob, NodeProgress, NodeState, RebootPolicy
+from racksmith.planners.maintenance import (
+    MaintenanceTimings,
+    NodeJob,
+    NodeProgress,
+    NodeState,
+    RebootPolicy,
+)
 from racksmith.runtime.clock import SystemClock
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 
@@ -31,6 +37,9 @@ V = "v1alpha1"
 CLUSTER, LCM, METAL = "cluster.racksmith.io", "lcm.racksmith.io", "metal.racksmith.io"
 WAIT = 30.0  # upper bound of every wait; never an expectation
 MERGE: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
+# A refused eviction is tried again soon; the other waits stay the defaults (the full
+# flow asserts the lock retry and moves its clock past the reboot retry).
+FAST_EVICTIONS = MaintenanceTimings(eviction_backoff_base=0.1, eviction_backoff_cap=0.2)
 
 
 class ShiftClock(SystemClock):
@@ -295,7 +304,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> N
     await world.pod("ds-1", "m1", daemonset=True)
     await world.pdb("web", {"app": "web"}, 2)
     await world.lock("ctrl.m1", "m1", "active", percentage=40)
-    flow = NodeMaintenance(client, clock=clock)
+    flow = NodeMaintenance(client, clock=clock, timings=FAST_EVICTIONS)
     j = job()
 
     # Requested, then held by the active lock.
@@ -368,7 +377,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> N
     assert "reboot.metal.racksmith.io/lcm" in await world.bmh_annotations("h1")
 
     # A restarted executor resumes without asking again.
-    flow = NodeMaintenance(client, clock=clock)
+    flow = NodeMaintenance(client, clock=clock, timings=FAST_EVICTIONS)
     p = await flow.advance(j)
     assert p.state == NodeState.REBOOTING
     await world.power_cycle("h1")

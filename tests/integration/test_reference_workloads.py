@@ -19,7 +19,11 @@ from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, Po
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.apiserver.server import ApiServer
-from racksmith.emulator.workloads import NAMESPACE, reference_workloads_controller
+from racksmith.emulator.workloads import (
+    NAMESPACE,
+    WorkloadTimings,
+    reference_workloads_controller,
+)
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 
@@ -27,6 +31,7 @@ GROUP, V = "lcm.racksmith.io", "v1alpha1"
 RACK = "metal.racksmith.io/rack"
 INSTANCE = "workloads.racksmith.io/instance"
 WAIT = 20.0  # upper bound of every wait; never an expectation
+TIMINGS = WorkloadTimings(busy_requeue=0.2, idle_requeue=0.5)
 
 
 async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -151,7 +156,7 @@ async def kubelet(client: ApiClient) -> AsyncIterator[Kubelet]:
 
 @contextlib.asynccontextmanager
 async def running(client: ApiClient) -> AsyncIterator[Controller]:
-    controller = reference_workloads_controller(client)
+    controller = reference_workloads_controller(client, timings=TIMINGS)
     task = asyncio.create_task(controller.run())
     try:
         yield controller

@@ -24,13 +24,19 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.maintenance.flow import NodeMaintenance
-from racksmith.controllers.update import AlertmanagerSource, NodeFlow, update_controller
+from racksmith.controllers.update import (
+    AlertmanagerSource,
+    NodeFlow,
+    UpdateTimings,
+    update_controller,
+)
 from racksmith.planners.maintenance import (
     CLUSTER_LABEL,
     MACHINE_LABEL,
     NAMESPACE_ANNOTATION,
     OWNER_LABEL,
     RELEASE_ANNOTATION,
+    MaintenanceTimings,
     NodeJob,
     NodeProgress,
     NodeState,
@@ -45,6 +51,9 @@ WAIT = 30.0  # upper bound of every wait; never an expectation
 OWNER = "plan.default.demo-rel-2"
 MASTERS = ("m0", "m1", "m2")
 WORKERS = ("w0", "w1", "w2", "w3")
+# Small waits; the sweep period stays the default (30 s): one sweep per test is asserted.
+TIMINGS = UpdateTimings(active_requeue=0.3, node_flow=MaintenanceTimings(
+    poll=0.3, lock_retry=0.3, eviction_backoff_base=0.1, eviction_backoff_cap=0.3))
 
 
 async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -276,7 +285,8 @@ async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, flow: NodeFlow, alerts: FakeAlerts | None = None
                   ) -> AsyncIterator[None]:
-    controller = update_controller(client, alert_source=alerts, node_maintenance=flow)
+    controller = update_controller(client, alert_source=alerts, node_maintenance=flow,
+                                   timings=TIMINGS)
     manager = Manager(client, [controller], identity="update-test", shutdown_timeout=10)
     task = asyncio.create_task(manager.run())
     try:
@@ -494,7 +504,7 @@ async def test_real_node_flow(client: ApiClient) -> None:
 
     task = asyncio.create_task(agent())
     try:
-        async with running(client, NodeMaintenance(client)):
+        async with running(client, NodeMaintenance(client, timings=TIMINGS.node_flow)):
             await world.set_release("rel-2")
             await eventually(lambda: _exists(world.plan()), "plan demo-rel-2")
             await world.in_phase("Completed")

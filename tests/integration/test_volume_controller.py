@@ -24,6 +24,7 @@ from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.volume import (
     FINALIZER,
     JOB_RESULT_ANNOTATION,
+    VolumeTimings,
     claim_binder_controller,
     volume_controller,
 )
@@ -33,6 +34,7 @@ from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 GROUP, V = "storage.racksmith.io", "v1alpha1"
 WAIT = 20.0  # upper bound of every wait; never an expectation
 GI = 2**30
+TIMINGS = VolumeTimings(job_poll=0.2, resync=1.0)
 
 
 async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
@@ -224,7 +226,7 @@ async def test_sparse_volume_becomes_available_then_is_released(client: ApiClien
     agent = Agent(client, "n1", size_bytes=GI)
     template = {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
                 "spec": {"mountOptions": ["nodiratime"]}}
-    async with running(volume_controller(client)), agent_running(agent):
+    async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
         await world.volume("v1", template=template)
         await world.in_phase("v1", "Available")
         status = await world.status("v1")
@@ -266,7 +268,7 @@ async def test_failing_prepare_is_terminal(client: ApiClient) -> None:
     world = World(client)
     await world.setup()
     agent = Agent(client, "n1", fail=("DeviceInUse", "/dev/sdb holds an ext4 signature"))
-    async with running(volume_controller(client)), agent_running(agent):
+    async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
         await world.volume("v2")
         await world.in_phase("v2", "Failed")
         ready = await world.ready("v2")
@@ -281,7 +283,7 @@ async def test_unknown_storage_class_and_node(client: ApiClient) -> None:
     world = World(client)
     await world.setup()
     agent = Agent(client, "n1")
-    async with running(volume_controller(client)), agent_running(agent):
+    async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
         await world.volume("v3", storage_class="nope")
         await world.volume("v4", node="ghost")
         await world.in_phase("v3", "Failed")
@@ -303,8 +305,8 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient) -> None:
     world = World(client)
     await world.setup()
     agent = Agent(client, "n1")
-    async with running(volume_controller(client), claim_binder_controller(client)), \
-            agent_running(agent):
+    async with running(volume_controller(client, timings=TIMINGS),
+                       claim_binder_controller(client)), agent_running(agent):
         await world.volume("v5")
         await world.in_phase("v5", "Available")
         claim: Any = {
@@ -349,7 +351,7 @@ async def test_deleted_mid_creation(client: ApiClient) -> None:
     world = World(client)
     await world.setup()
     agent = Agent(client, "n1", delay=1.0)
-    async with running(volume_controller(client)), agent_running(agent):
+    async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
         await world.volume("v6")
 
         async def started() -> bool:
@@ -369,7 +371,7 @@ async def test_restart_mid_job_runs_one_job(client: ApiClient) -> None:
     await world.setup()
     agent = Agent(client, "n1", delay=1.5)
     async with agent_running(agent):
-        async with running(volume_controller(client)):
+        async with running(volume_controller(client, timings=TIMINGS)):
             await world.volume("v7")
 
             async def started() -> bool:
@@ -377,7 +379,7 @@ async def test_restart_mid_job_runs_one_job(client: ApiClient) -> None:
             await eventually(started, "the prepare job of v7 started")
         job = (await world.status("v7"))["job"]
         assert agent.jobs == [("v7", job)]
-        async with running(volume_controller(client)):
+        async with running(volume_controller(client, timings=TIMINGS)):
             await world.in_phase("v7", "Available")
         assert agent.jobs == [("v7", job)]
         pvs = await world.core.list_persistent_volume()

@@ -6,7 +6,8 @@ validity and change confirmation), ``selection`` (which template a host
 renders; the confirmation rule), ``addresses`` (reuse, claim, release one
 host's IPaddrs), ``layout`` (l3Layout → Subnets), ``sample`` (a template
 rendered for a sample host), ``status`` (status and conditions, pure),
-``index`` (which hosts an event concerns), ``kube`` (API access), ``names``.
+``index`` (which hosts an event concerns), ``kube`` (API access),
+``timings`` (the IpamHost controller's waits), ``names``.
 The contracts are in ``docs/design/cluster-contracts.md``.
 """
 
@@ -25,6 +26,7 @@ from racksmith.controllers.ipamhost.template import (
     L2TemplateReconciler,
     l2template_controller,
 )
+from racksmith.controllers.ipamhost.timings import IpamHostTimings
 
 __all__ = [
     "CONFIRM_GENERATION",
@@ -33,6 +35,7 @@ __all__ = [
     "IPAMHOST_LABEL",
     "RENDERED_GENERATION",
     "IpamHostReconciler",
+    "IpamHostTimings",
     "L2TemplateReconciler",
     "ipamhost_controller",
     "l2template_controller",

@@ -35,7 +35,7 @@ change, a Warning Event. Sources: IpamHosts; L2Templates, Subnets, Machines
 and Clusters through the :class:`~.index.DependencyIndex` the reconciles fill.
 IPaddrs are not watched: an address coming back changes its Subnet's status,
 and that event wakes the hosts waiting on the subnet. A Pending host is also
-re-checked every ``PENDING_RETRY`` seconds.
+re-checked every ``IpamHostTimings.pending_retry`` seconds (30 s).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ from racksmith.controllers.ipamhost.status import (
     same_status,
     set_condition,
 )
+from racksmith.controllers.ipamhost.timings import IpamHostTimings
 from racksmith.kinds.cluster import Cluster, Machine
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHost, IpamHostState, IpamHostStatus, L2Template
@@ -99,15 +100,14 @@ from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "ipamhost"
-PENDING_RETRY = 30.0
-"""Re-check a Pending host this often even without events (seconds)."""
 
 
 class IpamHostReconciler:
     """Reconciles one IpamHost per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None) -> None:
+                 logger: Any = None, timings: IpamHostTimings | None = None) -> None:
+        self.timings = timings if timings is not None else IpamHostTimings()
         self.kube = Kube(api_client)
         self.custom: CustomObjectsApi = self.kube.custom
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -193,7 +193,9 @@ class IpamHostReconciler:
             reason = REASON_SUBNET_UNUSABLE if got.errors else REASON_ADDRESSES_PENDING
             outcome = Outcome(state, reason, [*got.errors, *got.pending], ip_addresses=holding)
             result = await self._commit(raw, host, outcome, template, log)
-            return RequeueAfter(PENDING_RETRY) if state == IpamHostState.PENDING else result
+            if state == IpamHostState.PENDING:
+                return RequeueAfter(self.timings.pending_retry)
+            return result
         rendered = render_netplan(inputs, got.allocations)
         if not isinstance(rendered, RenderedNetplan):
             return await self._commit(raw, host, Outcome(
@@ -331,14 +333,16 @@ def ipamhost_controller(
     workers: int = 2,
     namespace: str | None = None,
     logger: Any = None,
+    timings: IpamHostTimings | None = None,
 ) -> Controller:
     """The runtime Controller for IpamHosts (see the module docstring).
 
     ``namespace``: watch one namespace only (None: all). Subnets are watched
-    everywhere: ``scope: global`` subnets live in ``default``.
+    everywhere: ``scope: global`` subnets live in ``default``. ``timings``:
+    how often it looks again without events (None: the defaults).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = IpamHostReconciler(api_client, clock, logger=logger)
+    reconciler = IpamHostReconciler(api_client, clock, logger=logger, timings=timings)
     index = reconciler.index
     sources = [
         KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock,

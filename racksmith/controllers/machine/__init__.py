@@ -6,7 +6,8 @@ claims), ``userdata`` (the cloud-config with the agent config),
 ``addresses`` (the Machine's addresses from its netplan), ``status`` (a step
 applied to the status), ``commit`` (performs a step), ``kube`` (the only API
 access), ``index`` (event → Machine mapping), ``controller`` (reconciler and
-runtime wiring), ``names``, ``conditions``. The contracts are in
+runtime wiring), ``timings`` (the controller's waits), ``names``,
+``conditions``. The contracts are in
 ``docs/design/cluster-contracts.md``.
 """
 
@@ -17,11 +18,13 @@ from racksmith.controllers.machine.controller import (
 )
 from racksmith.controllers.machine.names import FINALIZER
 from racksmith.controllers.machine.plan import Step, decide
+from racksmith.controllers.machine.timings import MachineTimings
 
 __all__ = [
     "CONTROLLER_NAME",
     "FINALIZER",
     "MachineReconciler",
+    "MachineTimings",
     "Step",
     "decide",
     "machine_controller",

@@ -21,7 +21,6 @@ from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.conditions import ConditionSpec, EventSpec
 from racksmith.controllers.machine.kube import Conflict, Kube, SecretData
 from racksmith.controllers.machine.plan import (
-    RETRY_DRAIN,
     Action,
     AddFinalizer,
     ClaimHost,
@@ -43,6 +42,7 @@ from racksmith.controllers.machine.plan import (
 )
 from racksmith.controllers.machine.selection import consumer_ref, is_candidate, is_consumed_by
 from racksmith.controllers.machine.status import apply_step, same_status, status_events
+from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.kinds.cluster import Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
@@ -83,9 +83,10 @@ def _dump(model: Any) -> Any:
 class Committer:
     """Performs steps (see the module docstring)."""
 
-    def __init__(self, kube: Kube, clock: Clock) -> None:
+    def __init__(self, kube: Kube, clock: Clock, timings: MachineTimings | None = None) -> None:
         self.kube = kube
         self.clock = clock
+        self.timings = timings if timings is not None else MachineTimings()
 
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
@@ -207,7 +208,7 @@ class Committer:
                         return Outcome(
                             conditions=[ConditionSpec.false(
                                 n.DRAINED, n.EVICTION_REFUSED, f"pod {pod}: {refusal}")],
-                            requeue=RETRY_DRAIN)
+                            requeue=self.timings.retry_drain)
                     evicted += 1
                 return Outcome(events=[EventSpec(
                     "Normal", "Evicted", f"evicted {evicted} pods from Node {name}")])

@@ -25,6 +25,7 @@ from racksmith.controllers.machine.index import MachineIndex
 from racksmith.controllers.machine.kube import Conflict, Kube
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
 from racksmith.controllers.machine.plan import ClaimHost, Wait, decide, release_to_render
+from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import AgentAccess, agent_access
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
@@ -52,13 +53,15 @@ class MachineReconciler:
         agent_secret: tuple[str, str] = DEFAULT_AGENT_SECRET,
         clock: Clock | None = None,
         logger: Any = None,
+        timings: MachineTimings | None = None,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.timings = timings if timings is not None else MachineTimings()
         self.kube = Kube(api_client)
         self.default_image = default_image
         self.agent_secret = agent_secret
         self.index = MachineIndex()
-        self.committer = Committer(self.kube, self.clock)
+        self.committer = Committer(self.kube, self.clock, self.timings)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
 
@@ -119,7 +122,7 @@ class MachineReconciler:
             machine=machine, cluster=cluster, release=release, hosts=tuple(hosts),
             ipamhost=_model(IpamHost, raw.ipamhost), lcm=lcm,
             node=node, pods=pods, user_data=user_data, agent=agent,
-            default_image=self.default_image,
+            default_image=self.default_image, timings=self.timings,
         )
         return observed, raw
 
@@ -154,6 +157,7 @@ def machine_controller(
     workers: int = 2,
     namespace: str | None = None,
     logger: Any = None,
+    timings: MachineTimings | None = None,
 ) -> Controller:
     """The runtime Controller for Machines (see the module docstring).
 
@@ -161,10 +165,12 @@ def machine_controller(
     ``agent_secret``: (namespace, name) of the Secret with the API server
     URL, CA and agent token written into each host's user data.
     ``namespace``: watch one namespace only (None: all).
+    ``timings``: how long it waits without events (None: the defaults).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = MachineReconciler(api_client, default_image=default_image,
-                                   agent_secret=agent_secret, clock=clock, logger=logger)
+                                   agent_secret=agent_secret, clock=clock, logger=logger,
+                                   timings=timings)
     index = reconciler.index
     owned = owner_keys("Machine", GROUP, controller_only=True)
     sources = [

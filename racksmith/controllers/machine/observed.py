@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racksmith.controllers.machine.names import DAEMONSET_KIND, MIRROR_ANNOTATION
+from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import AgentAccess
 from racksmith.kinds.cluster import Cluster, ClusterRelease, Machine
 from racksmith.kinds.ipam import IpamHost
@@ -89,6 +90,7 @@ class Observed:
     pods bound to Node ``m`` (only read while the Machine is being deleted).
     ``user_data``: the current ``userData`` of Secret ``m-user-data`` (None:
     no such Secret). ``agent``: the agent's access, or why it is unknown.
+    ``timings``: how long to wait before looking again (the controller's).
     """
 
     machine: Machine
@@ -102,3 +104,4 @@ class Observed:
     user_data: str | None = field(default=None, repr=False)
     agent: AgentAccess | str = "not read"
     default_image: Image | None = None
+    timings: MachineTimings = field(default_factory=MachineTimings)

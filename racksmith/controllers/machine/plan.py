@@ -49,18 +49,6 @@ from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.planners.release import plan_state_items
 from racksmith.planners.roles import LABEL_PREFIX, NodeRoles, plan_node_roles
 
-RETRY_MISSING = 10.0
-"""Seconds before looking again for a Cluster, release or agent Secret that is missing."""
-RETRY_NO_HOST = 30.0
-"""Seconds before looking again for a host when none matches (BMH events come sooner)."""
-RETRY_DRAIN = 10.0
-"""Seconds before evicting again after a PodDisruptionBudget refusal."""
-RETRY_TERMINATING = 2.0
-"""Seconds between looks at pods that are terminating on the node."""
-RESYNC = 300.0
-"""Seconds between re-checks of a Machine at rest."""
-
-
 # --- actions --------------------------------------------------------------------
 
 
@@ -270,13 +258,13 @@ def _build(w: _Walk) -> Step:
     # 1. Cluster, release, host.
     cluster_name = m.spec.cluster_name
     if o.cluster is None:
-        raise w.stop(Wait(RETRY_MISSING), ConditionSpec.false(
+        raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.CLUSTER_FOUND, n.NOT_FOUND, f"cluster {ns}/{cluster_name} not found"),
             ready="Pending", phase=MachinePhase.PENDING)
     w.ok(ConditionSpec.true(n.CLUSTER_FOUND, n.FOUND, f"cluster {ns}/{cluster_name}"))
     release_name = release_to_render(m, o.cluster, o.lcm) or o.cluster.spec.release
     if o.release is None or o.release.metadata.name != release_name:
-        raise w.stop(Wait(RETRY_MISSING), ConditionSpec.false(
+        raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.RELEASE_FOUND, n.NOT_FOUND, f"ClusterRelease {release_name} not found"),
             ready="Pending", phase=MachinePhase.PENDING)
     w.ok(ConditionSpec.true(n.RELEASE_FOUND, n.FOUND, f"ClusterRelease {release_name}"))
@@ -294,7 +282,7 @@ def _build(w: _Walk) -> Step:
         if not free:
             message = (f"no available BareMetalHost in {ns} matches the host selector "
                        f"{describe_selector(m.spec.host_selector)!r}")
-            raise w.stop(Wait(RETRY_NO_HOST),
+            raise w.stop(Wait(o.timings.retry_no_host),
                          ConditionSpec.false(n.HOST_CLAIMED, n.NO_MATCHING_HOST, message),
                          ready="Pending", phase=MachinePhase.PENDING)
         raise w.stop(ClaimHost(tuple(free)), phase=MachinePhase.PENDING)
@@ -372,7 +360,8 @@ def _build(w: _Walk) -> Step:
     )
     conditions = [*w.conditions, ConditionSpec.true(
         n.READY, "Ready", f"Node {name} is Ready and runs {ready.release}")]
-    return Step(Wait(RESYNC), MachinePhase.READY, conditions, host_ref=w.host_ref, ready=ready)
+    return Step(Wait(o.timings.resync), MachinePhase.READY, conditions, host_ref=w.host_ref,
+                ready=ready)
 
 
 def _provision(w: _Walk, host: BareMetalHost) -> None:
@@ -381,7 +370,7 @@ def _provision(w: _Walk, host: BareMetalHost) -> None:
     o, m = w.o, w.o.machine
     name, ns = m.metadata.name or "", m.metadata.namespace or ""
     if isinstance(o.agent, str):
-        raise w.stop(Wait(RETRY_MISSING), ConditionSpec.false(
+        raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.AGENT_CONFIG_READY, "AgentSecretMissing", o.agent), ready=n.AGENT_CONFIG_READY)
     w.ok(ConditionSpec.true(n.AGENT_CONFIG_READY, "Ready", "agent access known"))
     assert o.release is not None
@@ -482,7 +471,7 @@ def _deleting(o: Observed) -> Step:
                 n.DRAINED, "Draining", f"evicting {len(evictable)} pods from Node {name}")])
         going = [p for p in o.pods if p.terminating]
         if going:
-            return Step(Wait(RETRY_TERMINATING), phase, [ConditionSpec.false(
+            return Step(Wait(o.timings.retry_terminating), phase, [ConditionSpec.false(
                 n.DRAINED, "Draining",
                 f"waiting for {len(going)} pods to terminate on Node {name}")])
         return Step(DeleteNode(), phase, [ConditionSpec.true(

@@ -3,7 +3,8 @@
 Modules: ``flow`` (``NodeMaintenance``: advance/finish/sweep over the pure
 state table of ``racksmith.planners.maintenance``), ``drain`` (evictions
 with back-off, naming the PodDisruptionBudget that refuses), ``reboot``
-(the GracefulRebootRequest controller), ``kube`` (the only API access).
+(the GracefulRebootRequest controller), ``timings`` (its waits), ``kube``
+(the only API access).
 The contracts are in ``docs/design/maintenance-contracts.md``.
 """
 
@@ -14,12 +15,21 @@ from racksmith.controllers.maintenance.reboot import (
     graceful_reboot_controller,
     reboot_order,
 )
-from racksmith.planners.maintenance import NodeJob, NodeProgress, NodeState, RebootPolicy
+from racksmith.controllers.maintenance.timings import GracefulRebootTimings
+from racksmith.planners.maintenance import (
+    MaintenanceTimings,
+    NodeJob,
+    NodeProgress,
+    NodeState,
+    RebootPolicy,
+)
 
 __all__ = [
     "CONTROLLER_NAME",
     "MAX_ACTIONS",
     "GracefulRebootReconciler",
+    "GracefulRebootTimings",
+    "MaintenanceTimings",
     "NodeJob",
     "NodeMaintenance",
     "NodeProgress",

@@ -1,13 +1,14 @@
 """Evicting a node's pods: which pods, when to try again, which budget said no.
 
-Owns ``Drainer``: the eviction back-off bookkeeping per pod (2 s doubling to
-30 s after each 429, forgotten once the pod is gone or evicted), the views
-of a node's evictable pods for the planner (with their last refusal and the
-instant of their next attempt), and naming the PodDisruptionBudget behind a
-refusal: from the 429's ``DisruptionBudget`` cause ("The disruption budget
-<name> needs ..."), else by matching the selectors of the PDBs in the pod's
-namespace against the pod's labels. The bookkeeping is in memory: a fresh
-``Drainer`` (a restarted controller) simply tries every pod again at once.
+Owns ``Drainer``: the eviction back-off bookkeeping per pod
+(``MaintenanceTimings``: by default 2 s doubling to 30 s after each 429;
+forgotten once the pod is gone or evicted), the views of a node's evictable
+pods for the planner (with their last refusal and the instant of their next
+attempt), and naming the PodDisruptionBudget behind a refusal: from the
+429's ``DisruptionBudget`` cause ("The disruption budget <name> needs
+..."), else by matching the selectors of the PDBs in the pod's namespace
+against the pod's labels. The bookkeeping is in memory: a fresh ``Drainer``
+(a restarted controller) simply tries every pod again at once.
 Called by ``flow.NodeMaintenance``.
 """
 
@@ -20,7 +21,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from racksmith.controllers.maintenance.kube import EvictionRefused, MaintenanceKube
-from racksmith.planners.maintenance import PodView, Refusal, eviction_backoff, is_evictable
+from racksmith.planners.maintenance import (
+    MaintenanceTimings,
+    PodView,
+    Refusal,
+    eviction_backoff,
+    is_evictable,
+)
 
 _BUDGET_NAME = re.compile(r"disruption budget (\S+?)[,:]?\s")
 
@@ -36,8 +43,9 @@ class _Attempts:
 class Drainer:
     """Evicts pods with back-off and remembers why they were refused."""
 
-    def __init__(self, kube: MaintenanceKube) -> None:
+    def __init__(self, kube: MaintenanceKube, timings: MaintenanceTimings) -> None:
         self.kube = kube
+        self.timings = timings
         self._attempts: dict[tuple[str, str], _Attempts] = {}
 
     def views(self, node: str, pods: Iterable[Mapping[str, Any]]) -> tuple[PodView, ...]:
@@ -74,7 +82,7 @@ class Drainer:
                 continue
             refusal = await self.name_budget(pod.namespace, pod.name, refused)
             count = (self._attempts[key].count if key in self._attempts else 0) + 1
-            retry_at = now + timedelta(seconds=eviction_backoff(count))
+            retry_at = now + timedelta(seconds=eviction_backoff(count, self.timings))
             self._attempts[key] = _Attempts(node, count, retry_at, refusal)
             done.append(f"eviction of {pod.namespace}/{pod.name} refused: {refusal.reason}")
         return done

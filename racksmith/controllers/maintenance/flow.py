@@ -9,7 +9,8 @@ deletes the request; ``sweep`` cleans up after crashes and deleted owners.
 Called by the LCM update controller and the graceful reboot controller
 (``reboot``). Every method may be called any number of times: the flow's
 memory is on the objects (see ``docs/design/maintenance-contracts.md``), so
-a fresh instance resumes a flow started by another.
+a fresh instance resumes a flow started by another. How long it waits in
+each state is ``MaintenanceTimings`` (given by the controller that runs it).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from racksmith.planners.maintenance import (
     Evict,
     LcmView,
     LockView,
+    MaintenanceTimings,
     NodeJob,
     NodeObserved,
     NodeProgress,
@@ -79,10 +81,11 @@ class NodeMaintenance:
     """Runs the node maintenance flow (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
-                 logger: Any = None) -> None:
+                 logger: Any = None, timings: MaintenanceTimings | None = None) -> None:
         self.kube = MaintenanceKube(api_client)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.drainer = Drainer(self.kube)
+        self.timings = timings if timings is not None else MaintenanceTimings()
+        self.drainer = Drainer(self.kube, self.timings)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")
 
@@ -163,7 +166,7 @@ class NodeMaintenance:
             job=job, now=now, node=node, request=request, locks=locks, pods=pods,
             machine_release=machine_release,
             lcm=lcm_view(raw_lcm) if raw_lcm is not None else None,
-            bmh=bmh, bmh_reboot_pending=pending)
+            bmh=bmh, bmh_reboot_pending=pending, timings=self.timings)
 
     async def _locks(self, node: str) -> list[dict[str, Any]]:
         items = await self.kube.list_objects(NODE_LOCKS, field_selector=f"spec.nodeName={node}")
@@ -199,7 +202,7 @@ class NodeMaintenance:
                 log.info("reboot recorded", boot_id=boot_id)
             case RequestReboot(bmh=bmh, at=at):
                 # The request is written first: a crash in between is covered by the
-                # repeat after REBOOT_RETRY_SECONDS.
+                # repeat after ``timings.reboot_retry``.
                 await self._annotate_request(job, {REBOOT_REQUESTED: rfc3339(at)})
                 await self.kube.patch(HOSTS, job.namespace, bmh, {"metadata": {
                     "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}})

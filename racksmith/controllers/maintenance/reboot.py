@@ -17,7 +17,8 @@ goes through the status subresource. A deleted request releases its node
 
 Watches GracefulRebootRequests, NodeMaintenanceRequests (by owner label),
 Nodes, LCMMachines and NodeWorkloadLocks (mapped to the request whose
-machine they concern), and requeues every 5 s while in progress.
+machine they concern), and requeues every ``GracefulRebootTimings.poll``
+(5 s) while in progress.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from racksmith.controllers.maintenance.kube import (
     Conflict,
     MaintenanceKube,
 )
+from racksmith.controllers.maintenance.timings import GracefulRebootTimings
 from racksmith.kinds.cluster import Cluster, Machine, Role
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.lcm import (
@@ -69,12 +71,10 @@ from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "graceful-reboot"
-POLL_SECONDS = 5.0
 DONE = "Done"
 NOT_FOUND = "NotFound"
 BLOCKED = "Blocked"
 LOCK_FAILED = "LockFailed"
-DEFAULT_DRAIN_TIMEOUT = 600.0
 
 
 def reboot_order(machines: Sequence[Machine], wanted: Sequence[str]) -> list[str]:
@@ -136,12 +136,14 @@ class GracefulRebootReconciler:
     """Reconciles one GracefulRebootRequest per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
-                 logger: Any = None) -> None:
+                 logger: Any = None, timings: GracefulRebootTimings | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance.reboot")
+        self.timings = timings if timings is not None else GracefulRebootTimings()
         self.kube = MaintenanceKube(api_client)
-        self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log)
+        self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log,
+                                    timings=self.timings.node_flow)
         self.index = RebootIndex()
 
     async def reconcile(self, key: ObjectKey) -> Result:
@@ -191,7 +193,7 @@ class GracefulRebootReconciler:
                 await self.flow.finish(job)
                 log.info("machine rebooted", machine=current)
             return RequeueAfter(0.0)
-        return RequeueAfter(min(POLL_SECONDS, progress.requeue))
+        return RequeueAfter(min(self.timings.poll, progress.requeue))
 
     async def _machines(self, key: ObjectKey) -> list[Machine]:
         out: list[Machine] = []
@@ -214,16 +216,17 @@ class GracefulRebootReconciler:
         return None
 
     async def _drain_timeout(self, key: ObjectKey) -> float:
+        fallback = self.timings.default_drain_timeout
         raw = await self.kube.get(CLUSTERS, key.namespace, key.name)
         if raw is None:
-            return DEFAULT_DRAIN_TIMEOUT
+            return fallback
         try:
             cluster = Cluster.model_validate(raw)
         except ValidationError:
-            return DEFAULT_DRAIN_TIMEOUT
+            return fallback
         update = getattr(cluster.spec, "update", None)
         seconds = getattr(update, "drain_timeout_seconds", None)
-        return float(seconds) if seconds else DEFAULT_DRAIN_TIMEOUT
+        return float(seconds) if seconds else fallback
 
     async def _write(self, raw: dict[str, Any], status: GracefulRebootRequestStatus,
                      order: list[str], missing: list[str], known: dict[str, MachineProgress],
@@ -313,10 +316,15 @@ def _comparable(status: GracefulRebootRequestStatus) -> Any:
 
 
 def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
-                               clock: Clock | None = None, logger: Any = None) -> Controller:
-    """The runtime Controller for GracefulRebootRequests (see the module docstring)."""
+                               clock: Clock | None = None, logger: Any = None,
+                               timings: GracefulRebootTimings | None = None) -> Controller:
+    """The runtime Controller for GracefulRebootRequests (see the module docstring).
+
+    ``timings``: its waits and its node flow's (None: the defaults).
+    """
     clock = clock if clock is not None else SystemClock()
-    reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger)
+    reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger,
+                                          timings=timings)
     index = reconciler.index
     sources = [
         KubeSource(api_client, REBOOTS, clock=clock),

@@ -3,7 +3,7 @@
 Modules: ``plan`` (the pure decisions: plan contents, what starts, the
 status), ``controller`` (reconciler and runtime wiring), ``kube`` (the only
 API access), ``alerts`` (alert sources for UpdateAutoPause), ``flow`` (the
-seam to the per-node maintenance flow), ``names``. The contract is in
+seam to the per-node maintenance flow), ``timings`` (its waits), ``names``. The contract is in
 ``docs/design/maintenance-contracts.md`` ("The LCM update controller").
 """
 
@@ -11,6 +11,7 @@ from racksmith.controllers.update.alerts import AlertmanagerSource, AlertSource,
 from racksmith.controllers.update.controller import UpdateReconciler, update_controller
 from racksmith.controllers.update.flow import NodeFlow
 from racksmith.controllers.update.names import CONTROLLER_NAME
+from racksmith.controllers.update.timings import UpdateTimings
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -19,5 +20,6 @@ __all__ = [
     "NoAlerts",
     "NodeFlow",
     "UpdateReconciler",
+    "UpdateTimings",
     "update_controller",
 ]

@@ -7,10 +7,10 @@ and one runs another release than ``Cluster.spec.release`` (replacing a
 not-started plan whose target is stale); drives the active plan — the
 ClusterMaintenanceRequest and the ClusterWorkloadLocks, UpdateAutoPause,
 which machines start (``plan.to_start``), advancing each machine's node
-flow (``NodeFlow``) — and writes the plan's status; at most every 30 s it
-runs the flow's ``sweep``. The decisions are ``plan``'s; the API calls are
-``kube``'s. Contract: ``docs/design/maintenance-contracts.md``, "The LCM
-update controller".
+flow (``NodeFlow``) — and writes the plan's status; at most every
+``UpdateTimings.sweep_period`` (30 s) it runs the flow's ``sweep``. The
+decisions are ``plan``'s; the API calls are ``kube``'s. Contract:
+``docs/design/maintenance-contracts.md``, "The LCM update controller".
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from racksmith.controllers.update.names import (
     reboot_owner,
 )
 from racksmith.controllers.update.plan import MachineView
+from racksmith.controllers.update.timings import UpdateTimings
 from racksmith.kinds.cluster import Cluster, DrainTimeoutAction, Machine, Role
 from racksmith.kinds.lcm import (
     ClusterUpdatePlan,
@@ -67,18 +68,13 @@ from racksmith.kinds.lcm import (
     UpdateGroupSpec,
 )
 from racksmith.kinds.maintenance import LockState, MaintenanceScope
+from racksmith.planners.maintenance import MaintenanceTimings
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
-
-ACTIVE_REQUEUE = 5.0
-"""Seconds between reconciles of a cluster with an active plan."""
-SWEEP_PERIOD = 30.0
-"""Seconds between two runs of the node flow's hygiene sweep."""
-
 
 # --- event → cluster mapping -------------------------------------------------------
 
@@ -192,9 +188,11 @@ class UpdateReconciler:
     """Reconciles one Cluster's update per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, flow: NodeFlow, *, alerts: AlertSource | None = None,
-                 clock: Clock | None = None, logger: Any = None) -> None:
+                 clock: Clock | None = None, logger: Any = None,
+                 timings: UpdateTimings | None = None) -> None:
         self.kube = Kube(api_client)
         self.flow = flow
+        self.timings = timings if timings is not None else UpdateTimings()
         self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.index = ClusterIndex()
@@ -426,7 +424,7 @@ class UpdateReconciler:
         if isinstance(schedule, str):
             self.log.warning("cannot schedule the plan", kind="ClusterUpdatePlan",
                              namespace=key.namespace, name=name, error=schedule)
-            return RequeueAfter(ACTIVE_REQUEUE)
+            return RequeueAfter(self.timings.active_requeue)
         done = {m.name for m in world.machines if decide.is_done(m, target, owner)}
         busy = {m.name for m in world.machines if decide.is_in_progress(m, target, owner)}
 
@@ -504,13 +502,13 @@ class UpdateReconciler:
                           namespace=key.namespace, name=name, target=target)
             return Done()
         waits = [p.requeue for p in advanced.values() if p.requeue is not None]
-        return RequeueAfter(min([ACTIVE_REQUEUE, *waits]) if not finished else 0.0)
+        return RequeueAfter(min([self.timings.active_requeue, *waits]) if not finished else 0.0)
 
     # --- hygiene -----------------------------------------------------------------
 
     async def _maybe_sweep(self) -> None:
         now = self.clock.now()
-        if self._last_sweep is not None and now - self._last_sweep < SWEEP_PERIOD:
+        if self._last_sweep is not None and now - self._last_sweep < self.timings.sweep_period:
             return
         self._last_sweep = now
         try:
@@ -537,16 +535,20 @@ def update_controller(
     node_maintenance: NodeFlow | None = None,
     namespace: str | None = None,
     logger: Any = None,
+    timings: UpdateTimings | None = None,
 ) -> Controller:
     """The runtime Controller of cluster updates (see the module docstring).
 
     ``alert_source``: where UpdateAutoPause alerts are read (None: none fire);
-    ``node_maintenance``: the node flow (None: the real ``NodeMaintenance``).
+    ``node_maintenance``: the node flow (None: the real ``NodeMaintenance``,
+    with ``timings.node_flow``); ``timings``: the waits (None: the defaults).
     """
     clock = clock if clock is not None else SystemClock()
-    flow = node_maintenance if node_maintenance is not None else _real_flow(api_client, clock)
+    timings = timings if timings is not None else UpdateTimings()
+    flow = node_maintenance if node_maintenance is not None else _real_flow(
+        api_client, clock, timings.node_flow)
     reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
-                                  logger=logger)
+                                  logger=logger, timings=timings)
     index = reconciler.index
 
     def source(res: Any, mapper: Any = None, *, scoped: bool = True) -> KubeSource:
@@ -570,10 +572,10 @@ def update_controller(
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
 
 
-def _real_flow(api_client: Any, clock: Clock) -> NodeFlow:
+def _real_flow(api_client: Any, clock: Clock, timings: MaintenanceTimings) -> NodeFlow:
     from racksmith.controllers.maintenance.flow import NodeMaintenance
 
-    return NodeMaintenance(api_client, clock=clock)
+    return NodeMaintenance(api_client, clock=clock, timings=timings)
 
 
 __all__ = ["ClusterIndex", "UpdateReconciler", "update_controller"]

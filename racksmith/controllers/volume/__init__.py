@@ -6,7 +6,7 @@ names and results), ``pv`` (the PersistentVolume of a Volume), ``status``
 (a step applied to the status), ``commit`` (performs a step), ``kube`` (the
 only API access), ``index`` (StorageClass/Node event → Volumes),
 ``controller`` (reconciler and runtime wiring), ``binder`` (the pre-bound
-claim binder), ``names``. The contracts are in
+claim binder), ``timings`` (the controller's waits), ``names``. The contracts are in
 ``docs/design/volume-contracts.md``.
 """
 
@@ -19,6 +19,7 @@ from racksmith.controllers.volume.controller import (
 from racksmith.controllers.volume.jobs import Job, JobOp, JobResult
 from racksmith.controllers.volume.names import FINALIZER, JOB_RESULT_ANNOTATION
 from racksmith.controllers.volume.plan import Step, decide
+from racksmith.controllers.volume.timings import VolumeTimings
 
 __all__ = [
     "CONTROLLER_NAME",
@@ -30,6 +31,7 @@ __all__ = [
     "JobResult",
     "Step",
     "VolumeReconciler",
+    "VolumeTimings",
     "bind_step",
     "claim_binder_controller",
     "decide",

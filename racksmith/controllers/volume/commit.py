@@ -21,7 +21,7 @@ from typing import Any
 from racksmith.controllers.machine.conditions import EventSpec
 from racksmith.controllers.volume.jobs import Job, JobOp, new_job
 from racksmith.controllers.volume.kube import Kube
-from racksmith.controllers.volume.names import FINALIZER, JOB_POLL
+from racksmith.controllers.volume.names import FINALIZER
 from racksmith.controllers.volume.plan import (
     AddFinalizer,
     CreatePV,
@@ -33,6 +33,7 @@ from racksmith.controllers.volume.plan import (
     Wait,
 )
 from racksmith.controllers.volume.status import apply_step, same_status, status_events
+from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -58,10 +59,12 @@ class Committer:
     """Performs steps (see the module docstring)."""
 
     def __init__(self, kube: Kube, clock: Clock,
-                 job_factory: Callable[[JobOp], Job] = new_job) -> None:
+                 job_factory: Callable[[JobOp], Job] = new_job, *,
+                 timings: VolumeTimings | None = None) -> None:
         self.kube = kube
         self.clock = clock
         self.job_factory = job_factory
+        self.timings = timings if timings is not None else VolumeTimings()
 
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
@@ -123,5 +126,5 @@ class Committer:
         if isinstance(action, Wait):
             return Done() if action.seconds is None else RequeueAfter(action.seconds)
         if isinstance(action, StartJob):
-            return RequeueAfter(JOB_POLL)
+            return RequeueAfter(self.timings.job_poll)
         return RequeueAfter(0.0)

@@ -28,6 +28,7 @@ from racksmith.controllers.volume.jobs import Job, JobOp, JobResult, new_job
 from racksmith.controllers.volume.kube import Conflict, Kube
 from racksmith.controllers.volume.observed import Observed, PVView, StorageClassView
 from racksmith.controllers.volume.plan import decide, validation_error
+from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import GROUP, Volume
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -42,11 +43,13 @@ class VolumeReconciler:
     """Reconciles one Volume per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None, logger: Any = None,
-                 job_factory: Callable[[JobOp], Job] = new_job) -> None:
+                 job_factory: Callable[[JobOp], Job] = new_job,
+                 timings: VolumeTimings | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.timings = timings if timings is not None else VolumeTimings()
         self.kube = Kube(api_client, n.FIELD_MANAGER)
         self.index = VolumeIndex()
-        self.committer = Committer(self.kube, self.clock, job_factory)
+        self.committer = Committer(self.kube, self.clock, job_factory, timings=self.timings)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.volume")
 
@@ -83,15 +86,19 @@ class VolumeReconciler:
             node_exists=await self.kube.node_exists(spec.node_name),
             pv=PVView.from_raw(raw.pv) if raw.pv is not None else None,
             result=JobResult.from_annotations(volume.metadata.annotations),
+            timings=self.timings,
         )
         return observed, raw
 
 
 def volume_controller(api_client: Any, *, clock: Clock | None = None, workers: int = 2,
-                      logger: Any = None) -> Controller:
-    """The runtime Controller for Volumes (see the module docstring)."""
+                      logger: Any = None, timings: VolumeTimings | None = None) -> Controller:
+    """The runtime Controller for Volumes (see the module docstring).
+
+    ``timings``: how often it looks again without events (None: the defaults).
+    """
     clock = clock if clock is not None else SystemClock()
-    reconciler = VolumeReconciler(api_client, clock=clock, logger=logger)
+    reconciler = VolumeReconciler(api_client, clock=clock, logger=logger, timings=timings)
     index = reconciler.index
     sources = [
         KubeSource(api_client, n.VOLUMES, clock=clock),

@@ -35,9 +35,5 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 READY = storage.READY_CONDITION
 
-JOB_POLL = 2.0
-"""Seconds between looks at a Volume whose job runs (its events come sooner)."""
-RESYNC = 300.0
-"""Seconds between re-checks of a Volume at rest."""
 DEFAULT_FS_TYPE = "ext4"
 """File system of a Filesystem-mode PV whose StorageClass has no ``parameters.fsType``."""

@@ -1,7 +1,8 @@
 """What one Volume reconcile sees, as plain data for the planner.
 
 Owns ``Observed`` (the Volume, its StorageClass, whether its Node exists,
-its PersistentVolume, the agent's last job result) and the small views of
+its PersistentVolume, the agent's last job result, the controller's
+waits) and the small views of
 the core objects (``StorageClassView``, ``PVView``), built from raw API
 dicts and never raising on malformed ones. Filled in by the reconciler;
 read by ``plan.decide``. No I/O.
@@ -15,6 +16,7 @@ from typing import Any
 
 from racksmith.controllers.volume.jobs import JobResult
 from racksmith.controllers.volume.names import FINALIZER, VOLUME_API_VERSION, VOLUME_KIND
+from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
 
 
@@ -103,3 +105,5 @@ class Observed:
     """The PersistentVolume named like the Volume, if any."""
     result: JobResult | None
     """The agent's job-result annotation (for whichever job it names)."""
+    timings: VolumeTimings = field(default_factory=VolumeTimings)
+    """How long to wait before looking again (the controller's)."""

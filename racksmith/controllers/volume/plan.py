@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from racksmith.controllers.machine.conditions import ConditionSpec, EventSpec
 from racksmith.controllers.volume.jobs import Job, JobOp, JobResult
-from racksmith.controllers.volume.names import FINALIZER, JOB_POLL, READY, RESYNC
+from racksmith.controllers.volume.names import FINALIZER, READY
 from racksmith.controllers.volume.observed import Observed, PVView
 from racksmith.controllers.volume.pv import pv_manifest, size_quantity
 from racksmith.kinds.common import ConditionStatus
@@ -158,7 +158,8 @@ def decide(o: Observed) -> Step:
     job = current_job(v)
     result = result_of(o, job)
     if job is not None and result is None:
-        return Step(Wait(JOB_POLL), pending(f"{job.op.value} job {job} running on node {node}"))
+        return Step(Wait(o.timings.job_poll),
+                    pending(f"{job.op.value} job {job} running on node {node}"))
     if job is not None and job.op is JobOp.PREPARE and result is not None and not result.ok:
         return Step(Wait(None), failed(R.CREATION_ERROR, result.message))
     if FINALIZER not in v.metadata.finalizers:
@@ -168,7 +169,7 @@ def decide(o: Observed) -> Step:
         if not o.pv.belongs_to(v):
             return Step(Wait(None), failed(
                 R.CREATION_ERROR, f"PersistentVolume {name} exists and belongs to another owner"))
-        return _mirror(o.pv, job, result)
+        return _mirror(o.pv, job, result, o.timings.resync)
     status = v.status
     if job is not None and job.op is JobOp.PREPARE and result is not None:
         if not result.device_name or result.size_bytes is None or result.size_bytes <= 0:
@@ -190,7 +191,7 @@ def decide(o: Observed) -> Step:
     return Step(StartJob(JobOp.PREPARE), pending(f"prepare job started on node {node}"))
 
 
-def _mirror(pv: PVView, job: Job | None, result: JobResult | None) -> Step:
+def _mirror(pv: PVView, job: Job | None, result: JobResult | None, resync: float) -> Step:
     """The PV exists: the Volume's health is the PV's; a consumed job is cleared."""
     done = job is not None and result is not None and result.ok
     device = result.device_name if done and result is not None else None
@@ -208,10 +209,10 @@ def _mirror(pv: PVView, job: Job | None, result: JobResult | None) -> Step:
             clear_job=clear, device_name=device, size=size)
     if pv.phase == "Failed":
         why = f": {pv.message}" if pv.message else ""
-        return Step(Wait(RESYNC), failed(
+        return Step(Wait(resync), failed(
             R.UNAVAILABLE_ERROR, f"PersistentVolume {pv.name} is Failed{why}"),
             clear_job=clear, device_name=device, size=size)
-    return Step(Wait(RESYNC), available(
+    return Step(Wait(resync), available(
         f"PersistentVolume {pv.name} is {pv.phase or 'Available'}"),
         clear_job=clear, device_name=device, size=size)
 
@@ -229,9 +230,9 @@ def _finalize(o: Observed) -> Step:
     result = result_of(o, job)
     if job is not None and result is None:
         if job.op is JobOp.PREPARE:
-            return Step(Wait(JOB_POLL), terminating(
+            return Step(Wait(o.timings.job_poll), terminating(
                 f"waiting for prepare job {job} to finish before releasing the device{absent}"))
-        return Step(Wait(JOB_POLL), terminating(
+        return Step(Wait(o.timings.job_poll), terminating(
             f"unprepare job {job} running on node {node}{absent}"))
     pv = o.pv
     if pv is not None and pv.belongs_to(v):

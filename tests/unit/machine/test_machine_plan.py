@@ -13,7 +13,6 @@ from racksmith.controllers.baremetalhost.annotations import DETACHED, PAUSED
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.observed import Observed
 from racksmith.controllers.machine.plan import (
-    RETRY_NO_HOST,
     AddFinalizer,
     ClaimHost,
     CordonNode,
@@ -33,10 +32,13 @@ from racksmith.controllers.machine.plan import (
     WriteUserData,
     decide,
 )
+from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.kinds.cluster import AddressType, MachinePhase
 from racksmith.kinds.common import ConditionStatus
 from racksmith.planners.release import NETPLAN_ITEM
 from tests.unit.machine import builders as b
+
+RETRY_NO_HOST = MachineTimings().retry_no_host
 
 M = b.machine()
 
@@ -236,6 +238,21 @@ def test_no_match_names_the_selector_and_retries() -> None:
     assert step.action == Wait(RETRY_NO_HOST)
     message = next(c.message for c in step.conditions if c.type == n.HOST_CLAIMED)
     assert "rack=z" in message
+
+
+def test_waits_come_from_the_timings_of_the_input() -> None:
+    fast = MachineTimings(retry_missing=0.1, retry_no_host=0.2, retry_drain=0.3,
+                          retry_terminating=0.4, resync=0.5)
+    assert decide(b.observed(cluster=None, timings=fast)).action == Wait(0.1)
+    assert decide(b.observed(release=None, timings=fast)).action == Wait(0.1)
+    assert decide(b.observed(timings=fast)).action == Wait(0.2)
+    ready = b.observed(**provisioned(lcm=b.lcm(lcm_spec(), phase="Ready")), node=b.node(
+        labels={"node-role.kubernetes.io/node": ""}), timings=fast)
+    assert decide(ready).action == Wait(0.5)
+    going = b.observed(b.machine(deleting=True), **provisioned(),
+                       node=b.node(unschedulable=True),
+                       pods=(b.pod("web", terminating=True),), timings=fast)
+    assert decide(going).action == Wait(0.4)
 
 
 def test_same_name_other_uid_is_not_ours() -> None:

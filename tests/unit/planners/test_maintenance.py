@@ -23,6 +23,7 @@ from racksmith.planners.maintenance import (
     Evict,
     LcmView,
     LockView,
+    MaintenanceTimings,
     NodeJob,
     NodeObserved,
     NodeState,
@@ -232,7 +233,8 @@ def test_helpers() -> None:
     assert parse_owner(plan_owner("ns", "p.1")) == ("plan", "ns", "p.1")
     assert parse_owner(reboot_owner("ns", "c")) == ("reboot", "ns", "c")
     assert parse_owner("bad") is None
-    assert [eviction_backoff(n) for n in range(7)] == [0, 2, 4, 8, 16, 30, 30]
+    assert [eviction_backoff(n, MaintenanceTimings()) for n in range(7)] == [
+        0, 2, 4, 8, 16, 30, 30]
     assert is_evictable((), {}, False)
     assert not is_evictable(("DaemonSet",), {}, False)
     assert not is_evictable((), {"kubernetes.io/config.mirror": "x"}, False)
@@ -318,3 +320,24 @@ def test_walk_reaches_ready_to_finish_once_each(
                                 pods=(PodView("ns", "back"),) if not was_cordoned else (),
                                 machine_release=machine_release, lcm=lcm(), bmh="h1"))
     assert again.progress.state == NodeState.READY_TO_FINISH
+
+
+def test_timings_are_inputs() -> None:
+    """Every wait of the table comes from ``NodeObserved.timings``."""
+    fast = MaintenanceTimings(poll=0.3, lock_retry=0.4, reboot_retry=2.0,
+                              eviction_backoff_base=0.1, eviction_backoff_cap=0.5)
+    d = decide(world(request=RequestView("reboot.ns.c"), timings=fast))
+    assert d.progress.state == NodeState.WAITING_FOR_OTHER and d.progress.requeue == 0.4
+    failed = LockView("ctrl.m1", "ctrl", "failed", error_message="pinned: db")
+    assert decide(world(locks=(failed,), timings=fast)).progress.requeue == 0.4
+    d = decide(world(node=cordoned(ready=False), timings=fast))
+    assert d.progress.state == NodeState.WAITING_FOR_NODE and d.progress.requeue == 0.3
+    obs = world(lcm=lcm(reboot_required=True), timings=fast)
+    asked = RequestView(OWNER, {**STARTED, REBOOT_BOOT_ID: "b1", REBOOT_REQUESTED: rfc3339(NOW)})
+    d = decide(replace(obs, request=asked, now=NOW + timedelta(seconds=1.5)))
+    assert isinstance(d.action, Wait) and d.progress.requeue == 0.3
+    later = NOW + timedelta(seconds=2)
+    d = decide(replace(obs, request=asked, now=later))
+    assert d.action == RequestReboot("h1", later)
+    assert "within 2 s" in d.progress.message
+    assert [eviction_backoff(n, fast) for n in range(6)] == [0, 0.1, 0.2, 0.4, 0.5, 0.5]

@@ -20,6 +20,7 @@ from racksmith.ironic.client import NODE_FIELDS, IronicClient
 from racksmith.ironic.config import IronicSettings
 from racksmith.provisioner.base import BMCAccess, HostIdentity
 from racksmith.provisioner.ironic import IronicProvisioner
+from racksmith.provisioner.ironic_states import IronicTimings
 
 TTL = 0.5
 
@@ -177,11 +178,12 @@ async def cached(fake: FakeIronic) -> AsyncIterator[IronicClient]:
         yield client
 
 
-def provisioner_for(client: IronicClient) -> IronicProvisioner:
+def provisioner_for(client: IronicClient,
+                    timings: IronicTimings | None = None) -> IronicProvisioner:
     settings = IronicSettings(data_dir=Path("/nonexistent"), port=1,
                               http_url="http://127.0.0.1:9",
                               http_root=Path("/nonexistent/http"), ipmi=False)
-    return IronicProvisioner(client, settings)
+    return IronicProvisioner(client, settings, timings=timings)
 
 
 HOST = HostIdentity(namespace="metal", name="h1", uid="uid-h1")
@@ -342,3 +344,13 @@ async def test_provisioner_acts_once_per_step_with_or_without_cache(
         assert {t: n for (h, t), n in client.provision_actions.items()
                 if h == HOST.node_name} == {"manage": 1, "inspect": 1, "provide": 1}
         assert len(fake.ports) == 1
+
+
+async def test_provisioner_asks_to_wait_its_timings(fake: FakeIronic) -> None:
+    """The waits after the provisioner's own requests are its ``IronicTimings``."""
+    async with IronicClient(fake.url) as client:
+        p = provisioner_for(client, IronicTimings(action_poll=0.05, power_poll=0.07))
+        registered = await p.register(HOST, BMC, credentials_changed=False)
+        assert registered.result.requeue_after == 0.05  # manage requested
+        powered = await p.power(HOST, False)
+        assert powered.requeue_after == 0.07 and powered.dirty  # power off requested

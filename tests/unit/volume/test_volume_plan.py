@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
 from racksmith.controllers.volume.jobs import JobOp
-from racksmith.controllers.volume.names import JOB_POLL, RESYNC
 from racksmith.controllers.volume.observed import Observed
 from racksmith.controllers.volume.plan import (
     Action,
@@ -21,9 +20,12 @@ from racksmith.controllers.volume.plan import (
     decide,
 )
 from racksmith.controllers.volume.status import phase_of
+from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import VolumePhase
 from tests.unit.volume import builders as b
 from tests.unit.volume.builders import PREP, UNPREP
+
+JOB_POLL, RESYNC = VolumeTimings().job_poll, VolumeTimings().resync
 
 
 @dataclass(frozen=True)
@@ -149,3 +151,14 @@ def test_decide_is_stable() -> None:
     """Deciding twice on the same world gives the same step (level-based)."""
     for case in CASES:
         assert decide(case.observed) == decide(case.observed), case.name
+
+
+def test_waits_come_from_the_timings_of_the_input() -> None:
+    fast = VolumeTimings(job_poll=0.1, resync=0.2)
+    running = replace(b.observed(V(job=PREP)), timings=fast)
+    assert decide(running).action == Wait(0.1)
+    at_rest = replace(b.observed(V(), pv_=b.pv(phase="Bound", claim="default/data")),
+                      timings=fast)
+    assert decide(at_rest).action == Wait(0.2)
+    going = replace(b.observed(V(job=UNPREP, deleting=True)), timings=fast)
+    assert decide(going).action == Wait(0.1)

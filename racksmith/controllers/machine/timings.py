@@ -1,0 +1,31 @@
+"""Waits of the Machine controller.
+
+Owns ``MachineTimings``: the defaults, which the composition root may
+override and tests shrink. Every interval is in seconds of the injected
+``Clock``. The planner reads them from its input (``Observed.timings``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MachineTimings:
+    """How long the Machine controller waits before looking again without an event."""
+
+    retry_missing: float = 10.0
+    """Look again for a Cluster, ClusterRelease or agent Secret that is missing."""
+    retry_no_host: float = 30.0
+    """Look again for a host when none matches (BareMetalHost events come sooner)."""
+    retry_drain: float = 10.0
+    """Evict again after a PodDisruptionBudget refused an eviction."""
+    retry_terminating: float = 2.0
+    """Look again at pods that are terminating on the node being drained."""
+    resync: float = 300.0
+    """Re-check a Machine at rest (Ready) this often."""
+
+    def __post_init__(self) -> None:
+        if min(self.retry_missing, self.retry_no_host, self.retry_drain,
+               self.retry_terminating, self.resync) <= 0:
+            raise ValueError("machine timings must be > 0")
