@@ -21,7 +21,8 @@ from racksmith import __version__
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import Racksmith
 from racksmith.app.services import StartupError
-from racksmith.app.settings import Settings, default_data_dir
+from racksmith.app.settings import Settings, Timings, default_data_dir
+from racksmith.app.timings_file import TimingsError, load_timings
 from racksmith.emulator.datacenter import HARDWARE_KINDS
 from racksmith.emulator.listeners import PortInUse
 from racksmith.ironic.process import IronicStartError
@@ -110,6 +111,9 @@ def up(
                                                 "reference workload controller."),
     no_console: bool = typer.Option(False, "--no-console",
                                     help="Do not serve the web console (/console/)."),
+    timings: Path = typer.Option(None, help="YAML file overriding controller waits (poll "
+                                 "intervals, retry delays; see docs/testing.md). Labs and "
+                                 "tests only: the defaults are the product's."),
 ) -> None:
     """Start the API server, Ironic and every controller in the foreground."""
     if emulate_hosts < 0:
@@ -120,6 +124,10 @@ def up(
     if hardware not in HARDWARE_KINDS:
         raise typer.BadParameter(f"must be one of {', '.join(HARDWARE_KINDS)}",
                                  param_hint="--hardware")
+    try:
+        waits = load_timings(timings) if timings is not None else Timings()
+    except TimingsError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--timings") from None
     _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, emulate_hosts=emulate_hosts,
@@ -129,7 +137,7 @@ def up(
                         apply=list(apply), leader_election=leader_election,
                         log_level=log_level, alertmanager_url=alertmanager_url or None,
                         reference_workloads=not no_reference_workloads,
-                        console=not no_console)
+                        console=not no_console, timings=waits)
     _run(Racksmith(settings), progress)
 
 

@@ -111,13 +111,18 @@ def state(host: dict[str, Any]) -> str | None:
     return host.get("status", {}).get("provisioning", {}).get("state")
 
 
+TIMINGS = Path(__file__).resolve().parent / "timings.yaml"
+"""The racks' short controller waits (``racksmith up --timings``)."""
+
+
 def start_rack(data_dir: Path, hosts: int, extra: list[str] | None = None, *,
                hardware: str = "redfish") -> Rack:
-    """``racksmith up --emulate-hosts N --hardware H`` (redfish: sushy-tools
-    BMCs and virtual media; fake: the instant fake BMCs)."""
+    """``racksmith up --emulate-hosts N --hardware H --timings tests/e2e/timings.yaml``
+    (redfish: sushy-tools BMCs and virtual media; fake: the instant fake BMCs)."""
     server = start_server(data_dir, command="up",
                           extra=["--emulate-hosts", str(hosts), "--ironic-port", "0",
-                                 "--hardware", hardware, *(extra or [])], timeout=240)
+                                 "--hardware", hardware, "--timings", str(TIMINGS),
+                                 *(extra or [])], timeout=240)
     home = data_dir / "home"
     home.mkdir(exist_ok=True)
     return Rack(server, data_dir, home)
