@@ -14,11 +14,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
         bench lint clean debs
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (default: 2, this
-# project's CI size); one xdist group per test module, and one for the demo
-# session the e2e cluster/volume/update/console tests share (tests/conftest.py).
+# project's CI size): one work unit per test module, one for the demo session
+# the e2e cluster/volume/update/console tests share, longest first
+# (tests/conftest.py).
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/pytest -q -p no:cacheprovider
-XDIST := -n $(TEST_WORKERS) --dist loadgroup
+XDIST := -n $(TEST_WORKERS) --dist loadscope
 
 install: $(STAMP) $(IRONIC_STAMP)
 

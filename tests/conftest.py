@@ -5,26 +5,65 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from tests.serverproc import ServerProc, start_server
 
+DEMO_MODULES = ("tests/e2e/test_cluster.py", "tests/e2e/test_cluster_volumes.py",
+                "tests/e2e/test_update.py", "tests/e2e/test_webconsole.py")
+"""The modules of the e2e demo session (the ``demo_rack`` fixture: one
+``racksmith up`` shared by the cluster, volume, update and console tests),
+in the order they run in."""
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _weight(nodeid: str) -> int:
+    """Longest first: the demo session, the other e2e modules, integration, unit."""
+    module = _module(nodeid)
+    if module in DEMO_MODULES:
+        return 0
+    for rank, prefix in enumerate(("tests/e2e/", "tests/integration/"), start=1):
+        if module.startswith(prefix):
+            return rank
+    return 3
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """pytest-xdist groups (``--dist loadgroup``, see the Makefile): the tests
-    of the e2e demo session (the ``demo_rack`` fixture: one ``racksmith up``
-    shared by the cluster, volume, update and console tests) run on one
-    worker, in file order; every other module is one group, so its
-    module-scoped fixtures (a shared API server, a rack) are built once."""
+    """Order the suite for the two xdist workers (``make test``): what takes
+    longest is handed out first, so the unit and integration tests fill the
+    time the end-to-end tests spend waiting; within a module, and within the
+    demo session, file order is kept (a stable sort). A test that uses the
+    demo session must live in one of :data:`DEMO_MODULES`, which the
+    scheduler keeps on one worker."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        group = "demo" if "demo_rack" in getattr(item, "fixturenames", ()) \
-            else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        if "demo_rack" in getattr(item, "fixturenames", ()) \
+                and _module(item.nodeid) not in DEMO_MODULES:
+            raise pytest.UsageError(f"{item.nodeid} uses the demo session: add its module "
+                                    "to DEMO_MODULES in tests/conftest.py")
+    items.sort(key=lambda item: _weight(item.nodeid))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """One work unit per test module (its module-scoped fixtures — a shared
+    API server, a rack — are built once), and one for the whole demo
+    session; units go out in collection order. (xdist's own ``loadgroup``
+    does not group under pytest 9, whose node ids ignore its suffix.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module(nodeid)
+            return "demo" if module in DEMO_MODULES else module
+
+    config.option.loadscopereorder = False
+    return SuiteScheduling(config, log)
 
 
 @pytest.fixture
