@@ -42,6 +42,7 @@ PLURAL = LCMMachine.info.plural
 MERGE = "application/merge-patch+json"
 LEASE_NAMESPACE = "kube-node-lease"
 VOLUMES = Resource(STORAGE_GROUP, Volume.info.version, Volume.info.plural)
+PODS = Resource("", "v1", "pods")
 FIELD_MANAGER = "racksmith-agent"
 # The client picks JSON patch (custom objects) or strategic merge (core) for a
 # dict body; force RFC 7386 merge patch. Passed as ** because the bundled
@@ -157,6 +158,11 @@ class AgentKube:
             field_selector=f"spec.nodeName={node}")
         out: list[dict[str, Any]] = self.api_client.sanitize_for_serialization(found.items)
         return out
+
+    def pod_source(self, node: str, clock: Clock) -> KubeSource:
+        """List+watch of the pods bound to ``node`` (field selector ``spec.nodeName``)."""
+        return KubeSource(self.api_client, PODS, field_selector=f"spec.nodeName={node}",
+                          clock=clock)
 
     async def patch_pod_status(self, namespace: str, name: str,
                                status: dict[str, Any]) -> bool:

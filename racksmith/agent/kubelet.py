@@ -12,8 +12,10 @@ content of ``/proc/sys/kernel/random/boot_id`` read when the kubelet starts
 when the file is missing).
 
 It also plays the kubelet for the pods bound to the node: on the same tick
-(once at start, then every ``kubelet_status`` seconds) it lists the pods with
-``spec.nodeName=<node>`` and, for each one without a ``Ready=True``
+(once at start, then every ``kubelet_status`` seconds) and, like a real
+kubelet, as soon as its watch of the pods with ``spec.nodeName=<node>`` sees
+one change (:meth:`EmulatedKubelet.follow_pods`), it lists those pods and,
+for each one without a ``Ready=True``
 condition, not being deleted and not finished (Succeeded/Failed), writes
 through the pod status subresource phase Running, ``startTime`` (if unset),
 conditions PodScheduled/Initialized/ContainersReady/Ready True (others kept)
@@ -47,6 +49,7 @@ from racksmith.agent.host import Host
 from racksmith.agent.kube import AgentKube, rfc3339
 from racksmith.planners.release import NETPLAN_PATH
 from racksmith.runtime.clock import Clock, wait_event
+from racksmith.runtime.source import Source
 
 __all__ = [
     "BOOT_ID_PATH",
@@ -220,6 +223,41 @@ class EmulatedKubelet:
                 log.info("pod running", node=self.node_name, pod=f"{namespace}/{name}")
                 written += 1
         return written
+
+    async def follow_pods(self, source: Source, stop: asyncio.Event) -> None:
+        """Run the pods bound here as soon as the watch ``source`` (the node's
+        pods) reports a change, until ``stop`` is set: a pod placed on this
+        node looks running at once, not at the next status tick."""
+        wake = asyncio.Event()
+
+        async def feed() -> None:
+            async for _key in source.keys():
+                wake.set()
+
+        async def relay_stop() -> None:
+            await stop.wait()
+            wake.set()
+
+        helpers = [asyncio.create_task(feed(), name="racksmith-kubelet-pods"),
+                   asyncio.create_task(relay_stop(), name="racksmith-kubelet-pods-stop")]
+        try:
+            while not stop.is_set():
+                await wake.wait()
+                wake.clear()
+                if stop.is_set() or not self.is_configured():
+                    continue
+                try:
+                    async with self._lock:
+                        await self.run_pods(self.clock.wall())
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the next change or status tick retries
+                    log.warning("kubelet pod sync failed", node=self.node_name,
+                                error=str(exc))
+        finally:
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick every ``kubelet_status`` seconds until ``stop`` is set."""

@@ -108,6 +108,9 @@ async def run_agent(
                      asyncio.create_task(storage.run(stop), name="racksmith-agent-storage")]
             if kubelet is not None:
                 tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
+                tasks.append(asyncio.create_task(
+                    kubelet.follow_pods(kube.pod_source(config.node_name, clock), stop),
+                    name="racksmith-kubelet-pods"))
             try:
                 await stop.wait()
             finally:
