@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 
 from racksmith.apiserver.server import ApiServer
-from tests.integration.apiclient import RawClient, raw_client
+from tests.harness.http import RawClient, raw_client
 
 CM = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"

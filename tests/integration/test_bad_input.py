@@ -39,7 +39,7 @@ import pytest_asyncio
 import yaml
 
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
-from tests.integration.kubectl_fixtures import WIDGET_CRD
+from tests.harness.manifests import WIDGET_CRD
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
 

@@ -13,7 +13,7 @@ import yaml
 
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.kinds.registry import ALL_KINDS
-from tests.serverproc import ROOT, kubectl_path
+from tests.harness.process import ROOT, kubectl_path
 
 
 def _crds_output() -> str:

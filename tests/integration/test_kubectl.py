@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kubectl_fixtures import WIDGET_CRD, widget
-from tests.serverproc import ServerProc, kubectl_path, start_server
+from tests.harness.manifests import WIDGET_CRD, widget
+from tests.harness.process import ServerProc, kubectl_path, start_server
 
 VERSIONS = [27, 30, 33]
 

@@ -1,0 +1,212 @@
+"""The pytest fixtures of the harness (registered by ``tests/conftest.py``).
+
+Owns which API server a test gets, its namespace and its client:
+
+- ``api_server``: the in-process API server (TLS, token, Racksmith's CRDs);
+- ``ns``: the test's own namespace on it (a fresh, unique name, created
+  before the test);
+- ``client``: a ``kubernetes_asyncio`` client for it;
+- ``server_process``: ``racksmith apiserver`` as a separate process, one per
+  module, for tests of sync clients and kubectl.
+
+**One server per module, or one per test.** A module whose tests run on the
+module's event loop -- it says so with ``pytestmark =
+pytest.mark.asyncio(loop_scope="module")`` -- shares one server between its
+tests: each test gets its own namespace, and when it ends every object it
+made (in its namespace, in other namespaces such as ``default`` where the
+controllers put Events, and cluster-scoped: Nodes, Volumes, locks...) is
+deleted, finalizers and all, before the next test starts (see
+:class:`tests.harness.api.Snapshot`). So the tests of a module never see
+each other's objects, even those running controllers that watch every
+namespace. Any other module gets a fresh server (on a fresh data dir) for
+every test that asks for one: that is what tests of server restarts,
+crashes, data dirs or store internals need.
+
+**The loop-scope rule.** An async fixture runs on the event loop of its
+``loop_scope`` (default: the test function's own loop); a test that uses a
+fixture of another loop gets objects (servers, sessions, tasks) bound to a
+loop that is not running while it runs -- it hangs or fails in odd ways. So:
+
+- in a module with ``pytestmark = pytest.mark.asyncio(loop_scope="module")``
+  every async fixture it defines must be declared
+  ``@pytest_asyncio.fixture(loop_scope="module")`` (any ``scope``);
+- in any other module, async fixtures keep the default loop scope.
+
+``api_server``, ``ns`` and ``client`` follow the module by themselves (they
+are plain fixtures that pick the shared or the fresh variant from the test's
+loop scope), and :func:`check_loop_scopes` fails the collection, naming the
+test and the fixture, if an async test uses an async fixture of another
+loop. A test that must stop its server itself, or needs one with another
+configuration, makes its own with :func:`tests.harness.api.serving`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient
+
+from racksmith.apiserver.server import ApiServer
+from tests.harness.api import Snapshot, connect, serving
+from tests.harness.http import raw_client
+from tests.harness.process import ServerProc, start_server
+
+SHARED_LOOP = "module"
+_numbers = itertools.count(1)
+
+
+def shares_server(node: pytest.Item) -> bool:
+    """Whether ``node`` runs on its module's event loop (and so on its server)."""
+    marker = node.get_closest_marker("asyncio")
+    if marker is None:
+        return False
+    return (marker.kwargs.get("loop_scope") or marker.kwargs.get("scope")) == SHARED_LOOP
+
+
+def namespace_name(node: pytest.Item) -> str:
+    """A namespace name unique in the session, recognisable as the test's."""
+    slug = re.sub(r"[^a-z0-9]+", "-", node.name.lower().removeprefix("test_")).strip("-")
+    return f"t{next(_numbers)}-{slug}"[:63].rstrip("-")
+
+
+async def _create_namespace(server: ApiServer, name: str) -> None:
+    async with raw_client(server) as c:
+        code, body = await c.post("/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        assert code == 201, body
+
+
+# --- one server per module ------------------------------------------------------------
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope=SHARED_LOOP)
+async def module_api_server(tmp_path_factory: pytest.TempPathFactory,
+                            request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
+    """The module's server (use ``api_server``: it also gives the server back
+    clean after each test)."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    async with serving(tmp_path_factory.mktemp(f"{name}-server") / "data") as server:
+        yield server
+
+
+@pytest_asyncio.fixture(loop_scope=SHARED_LOOP)
+async def shared_ns(module_api_server: ApiServer, request: pytest.FixtureRequest
+                    ) -> AsyncIterator[str]:
+    """The test's namespace on the module's server; afterwards the server gets
+    back what it held before the test (see the module docstring)."""
+    snapshot = await Snapshot.take(module_api_server)
+    name = namespace_name(request.node)
+    try:
+        await _create_namespace(module_api_server, name)
+        yield name
+    finally:
+        await snapshot.restore()
+
+
+@pytest_asyncio.fixture(loop_scope=SHARED_LOOP)
+async def shared_client(module_api_server: ApiServer, shared_ns: str
+                        ) -> AsyncIterator[ApiClient]:
+    async with connect(module_api_server) as api_client:
+        yield api_client
+
+
+# --- one server per test --------------------------------------------------------------
+
+
+@pytest_asyncio.fixture
+async def fresh_api_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
+    async with serving(tmp_path / "data") as server:
+        yield server
+
+
+@pytest_asyncio.fixture
+async def fresh_ns(fresh_api_server: ApiServer, request: pytest.FixtureRequest) -> str:
+    name = namespace_name(request.node)
+    await _create_namespace(fresh_api_server, name)
+    return name
+
+
+@pytest_asyncio.fixture
+async def fresh_client(fresh_api_server: ApiServer) -> AsyncIterator[ApiClient]:
+    async with connect(fresh_api_server) as api_client:
+        yield api_client
+
+
+# --- what tests ask for ---------------------------------------------------------------
+
+
+@pytest.fixture
+def api_server(request: pytest.FixtureRequest) -> ApiServer:
+    """An in-process API server (TLS, token) with Racksmith's CRDs applied:
+    the module's (given back clean after the test) or the test's own."""
+    if shares_server(request.node):
+        request.getfixturevalue("shared_ns")
+        server: ApiServer = request.getfixturevalue("module_api_server")
+    else:
+        server = request.getfixturevalue("fresh_api_server")
+    return server
+
+
+@pytest.fixture
+def ns(request: pytest.FixtureRequest, api_server: ApiServer) -> str:
+    """The test's own namespace on ``api_server`` (created, empty)."""
+    name: str = request.getfixturevalue(
+        "shared_ns" if shares_server(request.node) else "fresh_ns")
+    return name
+
+
+@pytest.fixture
+def client(request: pytest.FixtureRequest, api_server: ApiServer) -> ApiClient:
+    """A ``kubernetes_asyncio`` client for ``api_server``, closed after the test."""
+    api_client: ApiClient = request.getfixturevalue(
+        "shared_client" if shares_server(request.node) else "fresh_client")
+    return api_client
+
+
+@pytest.fixture(scope="module")
+def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
+    """``racksmith apiserver`` as a separate process, stopped by PID."""
+    proc = start_server(tmp_path_factory.mktemp("server"), command="apiserver")
+    try:
+        yield proc
+    finally:
+        proc.kill()
+
+
+# --- the loop-scope rule --------------------------------------------------------------
+
+
+def _is_async(func: Any) -> bool:
+    return inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func)
+
+
+def check_loop_scopes(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Fail the collection if an async test uses an async fixture that runs on
+    another event loop (see the module docstring)."""
+    default_fixture = config.getini("asyncio_default_fixture_loop_scope") or "function"
+    default_test = config.getini("asyncio_default_test_loop_scope") or "function"
+    problems: list[str] = []
+    for item in items:
+        if not isinstance(item, pytest.Function) or not _is_async(item.obj):
+            continue
+        marker = item.get_closest_marker("asyncio")
+        test_scope = (marker.kwargs.get("loop_scope") if marker else None) or default_test
+        for name, defs in item._fixtureinfo.name2fixturedefs.items():
+            func = defs[-1].func
+            if not _is_async(func):
+                continue
+            scope = getattr(func, "_loop_scope", None) or default_fixture
+            if scope != test_scope:
+                problems.append(f"{item.nodeid}: runs on the {test_scope} loop, its async "
+                                f"fixture {name!r} on the {scope} loop")
+    if problems:
+        raise pytest.UsageError(
+            "async fixtures must run on the loop of their tests "
+            "(see tests/harness/fixtures.py):\n  " + "\n  ".join(problems))
