@@ -71,9 +71,13 @@ def shares_server(node: pytest.Item) -> bool:
 
 
 def namespace_name(node: pytest.Item) -> str:
-    """A namespace name unique in the session, recognisable as the test's."""
+    """A namespace name unique in the session, recognisable as the test's.
+
+    Short: controllers build names and label values from it (a plan's owner
+    label ``plan.<namespace>.<plan>`` must stay within 63 characters).
+    """
     slug = re.sub(r"[^a-z0-9]+", "-", node.name.lower().removeprefix("test_")).strip("-")
-    return f"t{next(_numbers)}-{slug}"[:63].rstrip("-")
+    return f"t{next(_numbers)}-{slug[:12]}".rstrip("-")
 
 
 async def _create_namespace(server: ApiServer, name: str) -> None:
