@@ -359,16 +359,17 @@ class World:
     # --- core objects -----------------------------------------------------------------
 
     async def node(self, name: str) -> Obj | None:
-        """The Node as JSON (read raw: the typed client insists on fields a
-        test's Node may lack)."""
+        """The Node as JSON, or ``None`` (read raw: the typed client insists
+        on fields a test's Node may lack)."""
+        resp = await self.core.read_node(name, _preload_content=False)
         try:
-            resp = await self.core.read_node(name, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: Obj = json.loads(await resp.read())
-        resp.release()
+            body = await resp.read()
+        finally:
+            resp.release()
+        if resp.status == 404:
+            return None
+        assert 200 <= resp.status < 300, (resp.status, body[:500])
+        out: Obj = json.loads(body)
         return out
 
     async def events(self, name: str, namespace: str | None = None) -> list[Any]:
