@@ -14,6 +14,7 @@ from tests.harness.fixtures import (  # noqa: F401 (fixtures)
     fresh_client,
     fresh_ns,
     module_api_server,
+    module_http,
     ns,
     server_process,
     shared_client,

@@ -158,12 +158,15 @@ class Snapshot:
     async def leftovers(self) -> list[_Entry]:
         return [entry for uid, entry in await _objects(self.server) if uid not in self.uids]
 
-    async def restore(self, limit: float = 30.0) -> None:
-        """Delete what was made since the snapshot; fail if it will not go."""
-        headers = {"Authorization": f"Bearer {self.server.token}"}
-        connector = aiohttp.TCPConnector(ssl=ssl_context(self.server))
-        async with aiohttp.ClientSession(connector=connector, headers=headers,
-                                         timeout=aiohttp.ClientTimeout(total=limit)) as http:
+    async def restore(self, http: aiohttp.ClientSession | None = None,
+                      limit: float = 30.0) -> None:
+        """Delete what was made since the snapshot; fail if it will not go.
+
+        ``http`` is a session of :func:`session` for the server (one is made
+        if not given)."""
+        async with contextlib.AsyncExitStack() as stack:
+            if http is None:
+                http = await stack.enter_async_context(session(self.server))
             left: list[_Entry] = []
 
             async def clean() -> bool:
@@ -189,6 +192,14 @@ class Snapshot:
                 raise AssertionError(
                     "could not give the shared server back as it was; left: "
                     + ", ".join(e.path for e in left)) from None
+
+
+def session(server: ApiServer) -> aiohttp.ClientSession:
+    """An HTTP session that trusts ``server``'s CA and sends its admin token."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(ssl=ssl_context(server)),
+        headers={"Authorization": f"Bearer {server.token}"},
+        timeout=aiohttp.ClientTimeout(total=30))
 
 
 async def _objects(server: ApiServer) -> list[tuple[str, _Entry]]:

@@ -49,13 +49,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.apiserver.server import ApiServer
-from tests.harness.api import Snapshot, connect, serving
-from tests.harness.http import raw_client
+from tests.harness.api import Snapshot, connect, serving, session
 from tests.harness.process import ServerProc, start_server
 
 SHARED_LOOP = "module"
@@ -80,11 +80,10 @@ def namespace_name(node: pytest.Item) -> str:
     return f"t{next(_numbers)}-{slug[:12]}".rstrip("-")
 
 
-async def _create_namespace(server: ApiServer, name: str) -> None:
-    async with raw_client(server) as c:
-        code, body = await c.post("/api/v1/namespaces", {
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        assert code == 201, body
+async def _create_namespace(http: aiohttp.ClientSession, server: ApiServer, name: str) -> None:
+    async with http.post(f"{server.url}/api/v1/namespaces", json={
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}) as resp:
+        assert resp.status == 201, await resp.text()
 
 
 # --- one server per module ------------------------------------------------------------
@@ -100,18 +99,25 @@ async def module_api_server(tmp_path_factory: pytest.TempPathFactory,
         yield server
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope=SHARED_LOOP)
+async def module_http(module_api_server: ApiServer) -> AsyncIterator[aiohttp.ClientSession]:
+    """The harness's own HTTP session to the module's server."""
+    async with session(module_api_server) as http:
+        yield http
+
+
 @pytest_asyncio.fixture(loop_scope=SHARED_LOOP)
-async def shared_ns(module_api_server: ApiServer, request: pytest.FixtureRequest
-                    ) -> AsyncIterator[str]:
+async def shared_ns(module_api_server: ApiServer, module_http: aiohttp.ClientSession,
+                    request: pytest.FixtureRequest) -> AsyncIterator[str]:
     """The test's namespace on the module's server; afterwards the server gets
     back what it held before the test (see the module docstring)."""
     snapshot = await Snapshot.take(module_api_server)
     name = namespace_name(request.node)
     try:
-        await _create_namespace(module_api_server, name)
+        await _create_namespace(module_http, module_api_server, name)
         yield name
     finally:
-        await snapshot.restore()
+        await snapshot.restore(module_http)
 
 
 @pytest_asyncio.fixture(loop_scope=SHARED_LOOP)
@@ -133,7 +139,8 @@ async def fresh_api_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
 @pytest_asyncio.fixture
 async def fresh_ns(fresh_api_server: ApiServer, request: pytest.FixtureRequest) -> str:
     name = namespace_name(request.node)
-    await _create_namespace(fresh_api_server, name)
+    async with session(fresh_api_server) as http:
+        await _create_namespace(http, fresh_api_server, name)
     return name
 
 
