@@ -88,10 +88,19 @@ def cluster_scoped(group: str, plural: str) -> bool:
 
 @contextlib.asynccontextmanager
 async def serving(data_dir: Path, *, with_crds: bool = True,
+                  extra_routes: list[Any] | None = None,
+                  public: Callable[[str], bool] | None = None,
                   **config: Any) -> AsyncIterator[ApiServer]:
-    """An in-process API server (TLS, token) on ``data_dir`` and a free port;
-    ``config`` goes to :class:`ApiServerConfig` (``event_log_size``...)."""
-    server = ApiServer(ApiServerConfig(data_dir=data_dir, port=0, **config))
+    """An in-process API server (TLS, token) on ``data_dir`` and a free port,
+    with Racksmith's CRDs unless ``with_crds`` is false; ``config`` goes to
+    :class:`ApiServerConfig` (``event_log_size``...), ``extra_routes`` and
+    ``public`` to :class:`ApiServer` (the console's routes)."""
+    options: dict[str, Any] = {}
+    if extra_routes is not None:
+        options["extra_routes"] = extra_routes
+    if public is not None:
+        options["public"] = public
+    server = ApiServer(ApiServerConfig(data_dir=data_dir, port=0, **config), **options)
     try:
         await server.start(bootstrap=crds() if with_crds else ())
         yield server

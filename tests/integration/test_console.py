@@ -29,7 +29,9 @@ from aiohttp import web
 from multidict import CIMultiDictProxy
 
 from racksmith import console
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.apiserver.server import ApiServer
+from tests.harness.api import serving
+from tests.harness.http import ssl_context
 
 STATIC = console.static_dir()
 JS = STATIC / "js"
@@ -83,20 +85,13 @@ class Console:
 async def web_console(tmp_path: Path) -> AsyncIterator[Console]:
     """An API server with the console routes, as ``racksmith up`` builds it; the
     Alertmanager URL is read from ``alertmanager["url"]`` on every request."""
-    from racksmith.kinds.crdgen import all_crds
-
     alertmanager: dict[str, str | None] = {"url": None}
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "data", port=0),
-                       extra_routes=console.routes(lambda: alertmanager["url"]),
-                       public=console.is_public)
-    await server.start(bootstrap=all_crds())
-    ctx = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
-    try:
+    async with serving(tmp_path / "data", extra_routes=console.routes(
+            lambda: alertmanager["url"]), public=console.is_public) as server:
+        ctx = ssl_context(server)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx),
                                          timeout=aiohttp.ClientTimeout(total=30)) as session:
             yield Console(server, session, ctx, alertmanager)
-    finally:
-        await server.stop()
 
 
 @dataclass
