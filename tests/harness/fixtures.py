@@ -9,28 +9,32 @@ Owns which API server a test gets, its namespace and its client:
 - ``server_process``: ``racksmith apiserver`` as a separate process, one per
   module, for tests of sync clients and kubectl.
 
-**One server per module, or one per test.** A module whose tests run on the
-module's event loop -- it says so with ``pytestmark =
-pytest.mark.asyncio(loop_scope="module")`` -- shares one server between its
-tests: each test gets its own namespace, and when it ends every object it
-made (in its namespace, in other namespaces such as ``default`` where the
-controllers put Events, and cluster-scoped: Nodes, Volumes, locks...) is
-deleted, finalizers and all, before the next test starts (see
+**One server per module, or one per test.** A test that runs on its
+module's event loop -- the module says so with ``pytestmark =
+pytest.mark.asyncio(loop_scope="module")``, or a module with sync tests
+marks its async tests so one by one -- shares the module's server with the
+other tests of the module: it gets its own namespace, and when it ends every
+object it made (in its namespace, in other namespaces such as ``default``
+where the controllers put Events, and cluster-scoped: Nodes, Volumes,
+locks...) is deleted, finalizers and all, before the next test starts (see
 :class:`tests.harness.api.Snapshot`). So the tests of a module never see
 each other's objects, even those running controllers that watch every
-namespace. Any other module gets a fresh server (on a fresh data dir) for
-every test that asks for one: that is what tests of server restarts,
-crashes, data dirs or store internals need.
+namespace. A test on its own loop (the default) gets a fresh server on a
+fresh data dir: that is what tests of server restarts, crashes, data dirs or
+store internals need. Both kinds can live in one module. Controllers a test
+starts must be stopped when it ends (``tests.harness.controllers`` does it),
+before the server is given back.
 
 **The loop-scope rule.** An async fixture runs on the event loop of its
 ``loop_scope`` (default: the test function's own loop); a test that uses a
 fixture of another loop gets objects (servers, sessions, tasks) bound to a
 loop that is not running while it runs -- it hangs or fails in odd ways. So:
 
-- in a module with ``pytestmark = pytest.mark.asyncio(loop_scope="module")``
-  every async fixture it defines must be declared
-  ``@pytest_asyncio.fixture(loop_scope="module")`` (any ``scope``);
-- in any other module, async fixtures keep the default loop scope.
+- an async fixture used by tests on the module's loop must be declared
+  ``@pytest_asyncio.fixture(loop_scope="module")`` (with any ``scope``);
+- an async fixture used by tests on their own loop keeps the default loop
+  scope (``asyncio_default_fixture_loop_scope = "function"``);
+- a sync fixture works for both.
 
 ``api_server``, ``ns`` and ``client`` follow the module by themselves (they
 are plain fixtures that pick the shared or the fresh variant from the test's
