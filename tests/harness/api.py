@@ -7,7 +7,8 @@ Owns:
 - :func:`serving`: an in-process :class:`ApiServer` on a data dir and a
   free port, with the CRDs applied, stopped at the end whatever happens;
 - :func:`connect`: a ``kubernetes_asyncio`` client made from a server's
-  kubeconfig, closed at the end;
+  kubeconfig, closed at the end; :func:`session`: a plain HTTP session with
+  the server's CA and admin token;
 - :class:`Snapshot`: what a server holds, so that a test sharing a server
   can give it back as it found it (every object the test made, in any
   namespace or cluster-scoped, deleted, finalizers and all);
@@ -148,9 +149,8 @@ class Snapshot:
     there: first the objects of the ordinary resources (their finalizers
     removed, as no controller of the test runs any more), then, once they
     are gone, the CRDs and the namespaces (which the server finishes at
-    once when they are empty). Objects that were there stay, even if the
-    test changed them: the harness gives every test a namespace of its own,
-    so the objects a test changes are its own.
+    once when they are empty). Objects that were there stay as the test left
+    them (a test works in a namespace of its own, on objects of its own).
 
     The server's registry and store are only read here, to enumerate what
     exists; every write goes through the HTTP API like any client's.
