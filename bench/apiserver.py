@@ -123,7 +123,7 @@ def _die_with_parent() -> None:
 def start_server(data_dir: Path, profile: Path | None = None,
                  command: tuple[str, ...] = ("apiserver",)) -> Server:
     """Start ``racksmith <command>`` (default: the API server alone; the
-    approach of tests/serverproc.py) on port 0 and wait until /readyz is 200."""
+    approach of tests/harness/process.py) on port 0 and wait until /readyz is 200."""
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "kubeconfig"
     log_path = data_dir / "server.log"

@@ -1,16 +1,27 @@
 """Shared fixtures: a real API server, in-process (async tests) or as its own
-process (sync clients, kubectl), each on a fresh data dir and a free port."""
+process (sync clients, kubectl). They live in :mod:`tests.harness.fixtures`,
+which says which server a test gets and the loop-scope rule."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
-from tests.serverproc import ServerProc, start_server
+from tests.harness.fixtures import (  # noqa: F401 (fixtures)
+    api_server,
+    check_loop_scopes,
+    client,
+    fresh_api_server,
+    fresh_client,
+    fresh_ns,
+    module_api_server,
+    module_http,
+    ns,
+    server_process,
+    shared_client,
+    shared_ns,
+)
 
 DEMO_MODULES = ("tests/e2e/test_cluster.py", "tests/e2e/test_cluster_volumes.py",
                 "tests/e2e/test_update.py", "tests/e2e/test_webconsole.py")
@@ -41,7 +52,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     time the end-to-end tests spend waiting; within a module, and within the
     demo session, file order is kept (a stable sort). A test that uses the
     demo session must live in one of :data:`DEMO_MODULES`, which the
-    scheduler keeps on one worker."""
+    scheduler keeps on one worker. Also: async tests and fixtures share a
+    loop scope (:func:`tests.harness.fixtures.check_loop_scopes`)."""
+    check_loop_scopes(config, items)
     for item in items:
         if "demo_rack" in getattr(item, "fixturenames", ()) \
                 and _module(item.nodeid) not in DEMO_MODULES:
@@ -65,25 +78,3 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     config.option.loadscopereorder = False
     return SuiteScheduling(config, log)
 
-
-@pytest.fixture
-async def api_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    """An in-process API server (TLS, token) with Racksmith's CRDs applied."""
-    from racksmith.kinds.crdgen import all_crds
-
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "data", port=0))
-    await server.start(bootstrap=all_crds())
-    try:
-        yield server
-    finally:
-        await server.stop()
-
-
-@pytest.fixture(scope="module")
-def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
-    """``racksmith apiserver`` as a separate process, stopped by PID."""
-    proc = start_server(tmp_path_factory.mktemp("server"), command="apiserver")
-    try:
-        yield proc
-    finally:
-        proc.kill()

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.serverproc import kubectl_path
+from tests.harness.process import kubectl_path
 
 KINDS = ("nodes", "nodemaintenancerequests", "nodeworkloadlocks", "pods",
          "poddisruptionbudgets", "clustermaintenancerequests", "machines")

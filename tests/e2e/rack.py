@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.serverproc import ServerProc, kubectl_path, start_server
+from tests.harness.process import ServerProc, kubectl_path, start_server
 
 
 def reap(data_dir: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serverproc import ServerProc, kubectl_path, start_server
+from tests.harness.process import ServerProc, kubectl_path, start_server
 
 MANIFEST = """\
 apiVersion: v1

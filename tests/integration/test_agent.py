@@ -2,7 +2,11 @@
 (a tmp root) applies the LCMMachine the release planner renders, registers
 its Node through the emulated kubelet (addresses, capacity, Ready, Lease),
 uncordons it, then re-applies with changed=false everywhere; a dry run
-changes nothing; a failing real command stops the pass with phase Failed."""
+changes nothing; a failing real command stops the pass with phase Failed.
+
+The tests share the module's API server, each in its own namespace; the
+Node, its Lease and everything else a test made are deleted after it
+(``tests.harness``)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ import io
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +28,10 @@ from racksmith.agent.config import AgentTiming
 from racksmith.apiserver.server import ApiServer
 from racksmith.kinds.cluster import Cluster, ClusterRelease
 from racksmith.planners.release import PlannedRelease, item_hash, plan_state_items
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness.wait import eventually
 
-NS = "default"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 NAME = "m-0"
 GROUP, VERSION, PLURAL = "lcm.racksmith.io", "v1alpha1", "lcmmachines"
 TIMING = AgentTiming(poll=0.2, heartbeat=1, reverify=300, backoff_base=0.2, backoff_cap=1,
@@ -60,7 +64,7 @@ def planned() -> PlannedRelease:
         ]},
     })
     cluster = Cluster.model_validate({
-        "metadata": {"name": "demo", "namespace": NS},
+        "metadata": {"name": "demo", "namespace": "default"},
         "spec": {"release": "demo-1.0.0", "apiServer": {"vip": "10.10.0.100"},
                  "networks": {"controlPlaneCIDRs": ["10.10.0.0/24"]}},
     })
@@ -69,23 +73,14 @@ def planned() -> PlannedRelease:
     return result
 
 
-def lcm_machine(plan: PlannedRelease) -> dict[str, Any]:
+def lcm_machine(plan: PlannedRelease, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": "LCMMachine",
-        "metadata": {"name": NAME, "namespace": NS},
+        "metadata": {"name": NAME, "namespace": namespace},
         "spec": {"machineRef": {"name": NAME}, "clusterName": "demo", "release": plan.release,
                  "stateItems": [i.model_dump(mode="json", by_alias=True)
                                 for i in plan.state_items()]},
     }
-
-
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
 
 
 @pytest.fixture
@@ -97,13 +92,14 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def write_config(api_server: ApiServer, root: Path) -> Path:
+def write_config(api_server: ApiServer, root: Path, namespace: str) -> Path:
     assert api_server.ca_pem is not None
     path = root / "etc/racksmith/agent.yaml"
     path.write_text(yaml.safe_dump({
         "server": api_server.url,
         "certificateAuthorityData": base64.b64encode(api_server.ca_pem).decode(),
-        "token": api_server.token, "namespace": NS, "lcmMachine": NAME, "nodeName": NAME}))
+        "token": api_server.token, "namespace": namespace, "lcmMachine": NAME,
+        "nodeName": NAME}))
     path.chmod(0o600)
     return path
 
@@ -112,38 +108,27 @@ def tree(root: Path) -> list[Path]:
     return sorted(p.relative_to(root) for p in root.rglob("*"))
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str,
-                     seconds: float = 10) -> Any:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
-async def get_lcm(custom: CustomObjectsApi) -> dict[str, Any]:
+async def get_lcm(custom: CustomObjectsApi, namespace: str) -> dict[str, Any]:
     obj: dict[str, Any] = await custom.get_namespaced_custom_object(
-        GROUP, VERSION, NS, PLURAL, NAME)
+        GROUP, VERSION, namespace, PLURAL, NAME)
     return obj
 
 
 async def test_agent_deploys_registers_node_and_is_idempotent(
-        api_server: ApiServer, client: ApiClient, root: Path) -> None:
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
     custom, core = CustomObjectsApi(client), CoreV1Api(client)
     leases = CoordinationV1Api(client)
     plan = planned()
-    await custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, lcm_machine(plan))
-    config = write_config(api_server, root)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL,
+                                              lcm_machine(plan, ns))
+    config = write_config(api_server, root, ns)
     stop = asyncio.Event()
     agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
                                           timing=TIMING, handle_signals=False))
     try:
         async with asyncio.timeout(TEST_SECONDS):
             async def ready() -> dict[str, Any] | None:
-                obj = await get_lcm(custom)
+                obj = await get_lcm(custom, ns)
                 status = obj.get("status") or {}
                 return obj if status.get("phase") == "Ready" else None
 
@@ -192,25 +177,26 @@ async def test_agent_deploys_registers_node_and_is_idempotent(
 
     # Again on the unchanged host: every item reports changed=false.
     assert await run_agent(config, root=root, emulated=True, once=True, timing=TIMING) == 0
-    status = (await get_lcm(custom))["status"]
+    status = (await get_lcm(custom, ns))["status"]
     assert status["phase"] == "Ready"
     assert [(i["name"], i["changed"]) for i in status["items"]] == [
         (name, False) for name in plan.hashes()]
 
     # A dry run prints "up to date" for every item and writes nothing.
-    before = (await get_lcm(custom))["metadata"]["resourceVersion"]
+    before = (await get_lcm(custom, ns))["metadata"]["resourceVersion"]
     out = io.StringIO()
     assert await run_agent(config, root=root, emulated=True, dry_run=True, out=out) == 0
     assert out.getvalue().splitlines() == [f"{name}: up to date" for name in plan.hashes()]
-    assert (await get_lcm(custom))["metadata"]["resourceVersion"] == before
+    assert (await get_lcm(custom, ns))["metadata"]["resourceVersion"] == before
 
 
 async def test_dry_run_on_a_fresh_host_lists_actions_and_changes_nothing(
-        api_server: ApiServer, client: ApiClient, root: Path) -> None:
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
     custom = CustomObjectsApi(client)
     plan = planned()
-    await custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, lcm_machine(plan))
-    config = write_config(api_server, root)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL,
+                                              lcm_machine(plan, ns))
+    config = write_config(api_server, root, ns)
     files_before = tree(root)
     out = io.StringIO()
     assert await run_agent(config, root=root, emulated=True, dry_run=True, out=out) == 0
@@ -220,13 +206,13 @@ async def test_dry_run_on_a_fresh_host_lists_actions_and_changes_nothing(
             "/var/lib/racksmith/emulated/packages.json") in lines
     assert f"uncordon: patch Node {NAME} spec.unschedulable=false (kubectl uncordon)" in lines
     assert tree(root) == files_before
-    assert "status" not in await get_lcm(custom)
+    assert "status" not in await get_lcm(custom, ns)
     with pytest.raises(Exception, match="Not Found"):
         await CoreV1Api(client).read_node(NAME)
 
 
 async def test_failing_item_fails_the_machine_and_stops_later_items(
-        api_server: ApiServer, client: ApiClient, root: Path) -> None:
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
     custom = CustomObjectsApi(client)
     items = [
         {"name": "first", "phase": "configuration", "type": "file",
@@ -237,14 +223,14 @@ async def test_failing_item_fails_the_machine_and_stops_later_items(
          "params": {"path": "/etc/after", "content": "2"}},
     ]
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "LCMMachine",
-            "metadata": {"name": NAME, "namespace": NS},
+            "metadata": {"name": NAME, "namespace": ns},
             "spec": {"machineRef": {"name": NAME}, "clusterName": "demo", "release": "r",
                      "stateItems": items}}
-    await custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, body)
-    config = write_config(api_server, root)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
+    config = write_config(api_server, root, ns)
     # Real mode (a tmp root, a harmless failing process).
     assert await run_agent(config, root=root, once=True, timing=TIMING) == 1
-    status = (await get_lcm(custom))["status"]
+    status = (await get_lcm(custom, ns))["status"]
     assert status["phase"] == "Failed"
     by_name = {i["name"]: i for i in status["items"]}
     assert by_name["first"]["state"] == "Applied"
@@ -257,11 +243,11 @@ async def test_failing_item_fails_the_machine_and_stops_later_items(
     # Emulated: a relative path is rejected the same way.
     items[1] = {"name": "broken", "phase": "configuration", "type": "file",
                 "params": {"path": "etc/relative", "content": "x"}}
-    obj = await get_lcm(custom)
+    obj = await get_lcm(custom, ns)
     obj["spec"]["stateItems"] = items
-    await custom.replace_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, NAME, obj)
+    await custom.replace_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, NAME, obj)
     assert await run_agent(config, root=root, emulated=True, once=True, timing=TIMING) == 1
-    status = (await get_lcm(custom))["status"]
+    status = (await get_lcm(custom, ns))["status"]
     assert status["phase"] == "Failed"
     assert status["observedGeneration"] == 2
     broken = {i["name"]: i for i in status["items"]}["broken"]
@@ -270,21 +256,22 @@ async def test_failing_item_fails_the_machine_and_stops_later_items(
 
 
 async def test_cli_runs_until_sigterm_and_dry_runs(
-        api_server: ApiServer, client: ApiClient, root: Path) -> None:
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
     custom = CustomObjectsApi(client)
     plan = planned()
-    await custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, lcm_machine(plan))
-    config = write_config(api_server, root)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL,
+                                              lcm_machine(plan, ns))
+    config = write_config(api_server, root, ns)
     argv = [sys.executable, "-m", "racksmith.cli.main", "agent", "--config", str(config),
             "--root", str(root), "--emulated"]
     proc = await asyncio.create_subprocess_exec(
         *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
         async def ready() -> bool:
-            status = (await get_lcm(custom)).get("status") or {}
+            status = (await get_lcm(custom, ns)).get("status") or {}
             return status.get("phase") == "Ready"
 
-        await eventually(ready, "LCMMachine Ready (CLI)", seconds=30)
+        await eventually(ready, "LCMMachine Ready (CLI)", limit=30)
         proc.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(proc.communicate(), 15)
         assert proc.returncode == 0, err.decode()[-2000:]

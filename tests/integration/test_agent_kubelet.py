@@ -3,13 +3,13 @@ the Node reports the boot id the emulated OS boot wrote; the LCMMachine
 reports ``rebootRequired`` once an item with ``requiresReboot`` changed the
 host (and no more once the file is gone); pods bound to the node are made
 Running and Ready through the pod status subresource, except a pod being
-deleted and pods of other nodes."""
+deleted and pods of other nodes. The test runs on a server of the module,
+in a namespace of its own (``tests.harness``)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +20,21 @@ from racksmith.agent import run_agent
 from racksmith.apiserver.server import ApiServer
 from racksmith.kinds.cluster import ClusterRelease
 from racksmith.planners.release import PlannedRelease
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness.wait import eventually
 from tests.integration.test_agent import (
     NAME,
-    NS,
     TEST_SECONDS,
     TIMING,
-    eventually,
     get_lcm,
     lcm_machine,
     planned,
     write_config,
 )
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 KERNEL = {"name": "linux-image", "phase": "configuration", "type": "package",
           "requiresReboot": True, "params": {"name": "linux-image", "version": "6.8.0-50"}}
-
-
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
 
 
 @pytest.fixture
@@ -54,9 +45,9 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def with_kernel(plan: PlannedRelease) -> dict[str, Any]:
+def with_kernel(plan: PlannedRelease, namespace: str) -> dict[str, Any]:
     """The LCMMachine of ``plan`` plus the rebooting kernel item (as the planner renders it)."""
-    obj = lcm_machine(plan)
+    obj = lcm_machine(plan, namespace)
     kernel = ClusterRelease.model_validate({"metadata": {"name": "x"}, "spec": {
         "version": "1", "stateItems": [KERNEL]}}).spec.state_items[0]
     obj["spec"]["stateItems"].insert(1, kernel.model_dump(mode="json", by_alias=True))
@@ -73,25 +64,25 @@ def conditions(obj: Any) -> dict[str, str]:
 
 
 async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: ApiClient,
-                                                root: Path) -> None:
+                                                ns: str, root: Path) -> None:
     custom, core = CustomObjectsApi(client), CoreV1Api(client)
     boot_id = str(uuid.uuid4())
     (root / "proc/sys/kernel/random").mkdir(parents=True)
     (root / "proc/sys/kernel/random/boot_id").write_text(boot_id + "\n")
     await custom.create_namespaced_custom_object(
-        "lcm.racksmith.io", "v1alpha1", NS, "lcmmachines", with_kernel(planned()))
-    await core.create_namespaced_pod(NS, pod("web", NAME))
-    await core.create_namespaced_pod(NS, pod("elsewhere", "other-node"))
-    await core.create_namespaced_pod(NS, pod("going", NAME, finalizers=["test/hold"]))
-    await core.delete_namespaced_pod("going", NS)
-    config = write_config(api_server, root)
+        "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", with_kernel(planned(), ns))
+    await core.create_namespaced_pod(ns, pod("web", NAME))
+    await core.create_namespaced_pod(ns, pod("elsewhere", "other-node"))
+    await core.create_namespaced_pod(ns, pod("going", NAME, finalizers=["test/hold"]))
+    await core.delete_namespaced_pod("going", ns)
+    config = write_config(api_server, root, ns)
     stop = asyncio.Event()
     agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
                                           timing=TIMING, handle_signals=False))
     try:
         async with asyncio.timeout(TEST_SECONDS):
             async def ready() -> dict[str, Any] | None:
-                obj = await get_lcm(custom)
+                obj = await get_lcm(custom, ns)
                 return obj if (obj.get("status") or {}).get("phase") == "Ready" else None
 
             status = (await eventually(ready, "LCMMachine Ready"))["status"]
@@ -101,7 +92,7 @@ async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: A
             assert node.status.node_info.boot_id == boot_id
 
             async def running() -> Any:
-                got = await core.read_namespaced_pod("web", NS)
+                got = await core.read_namespaced_pod("web", ns)
                 return got if got.status.phase == "Running" else None
 
             web = await eventually(running, "pod web Running")
@@ -112,10 +103,10 @@ async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: A
             # Written once: a later tick leaves a Ready pod alone.
             version = web.metadata.resource_version
             await asyncio.sleep(TIMING.kubelet_status * 3)
-            assert (await core.read_namespaced_pod("web", NS)).metadata.resource_version \
+            assert (await core.read_namespaced_pod("web", ns)).metadata.resource_version \
                 == version
             for name in ("elsewhere", "going"):
-                other = await core.read_namespaced_pod(name, NS)
+                other = await core.read_namespaced_pod(name, ns)
                 assert (other.status is None or other.status.phase != "Running"), name
                 assert "Ready" not in conditions(other), name
 
@@ -123,10 +114,10 @@ async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: A
             (root / "var/run/reboot-required").unlink()
 
             async def cleared() -> bool:
-                st = (await get_lcm(custom)).get("status") or {}
+                st = (await get_lcm(custom, ns)).get("status") or {}
                 return st.get("rebootRequired") is False
             await eventually(cleared, "rebootRequired false after the file went")
     finally:
         stop.set()
         assert await asyncio.wait_for(agent, 10) == 0
-        await core.patch_namespaced_pod("going", NS, {"metadata": {"finalizers": None}})
+        await core.patch_namespaced_pod("going", ns, {"metadata": {"finalizers": None}})

@@ -6,7 +6,9 @@ annotation (deviceName, sizeBytes, uuid) and a real file with the
 StorageClass's filesystem; another node's Volume is ignored; an unprepare
 job removes the file. Then an emulated host's OS boot links its non-root
 disks as /dev/<disk>, and a rawBlockDevice Volume is prepared on such a link
-and wiped by its unprepare job."""
+and wiped by its unprepare job. The tests share the module's API server;
+the StorageClass and Volumes a test made are deleted after it
+(``tests.harness``)."""
 
 from __future__ import annotations
 
@@ -31,41 +33,34 @@ from racksmith.apiserver.server import ApiServer
 from racksmith.emulator.disks import DiskStore
 from racksmith.emulator.inventory import generate_host, root_disk
 from racksmith.emulator.osboot import OSBoot
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness.api import MERGE
+from tests.harness.wait import eventually
 
 GROUP, VERSION, PLURAL = "storage.racksmith.io", "v1alpha1", "volumes"
 RESULT = "storage.racksmith.io/job-result"
 NODE = "node-x"
 TIMING = AgentTiming(poll=0.2, heartbeat=1, backoff_base=0.2, backoff_cap=1)
-MERGE: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
-def write_config(api_server: ApiServer, root: Path) -> Path:
+def write_config(api_server: ApiServer, root: Path, namespace: str) -> Path:
     assert api_server.ca_pem is not None
     path = root / "etc/racksmith/agent.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump({
         "server": api_server.url,
         "certificateAuthorityData": base64.b64encode(api_server.ca_pem).decode(),
-        "token": api_server.token, "namespace": "default", "lcmMachine": "none",
+        "token": api_server.token, "namespace": namespace, "lcmMachine": "none",
         "nodeName": NODE}))
     return path
 
 
 @contextlib.asynccontextmanager
-async def agent(api_server: ApiServer, root: Path) -> AsyncIterator[None]:
+async def agent(api_server: ApiServer, root: Path, namespace: str) -> AsyncIterator[None]:
     """``racksmith agent --emulated --root <root>`` for node X, in process."""
     stop = asyncio.Event()
-    task = asyncio.create_task(run_agent(write_config(api_server, root), root=root,
+    task = asyncio.create_task(run_agent(write_config(api_server, root, namespace), root=root,
                                          emulated=True, stop=stop, timing=TIMING,
                                          handle_signals=False))
     try:
@@ -91,15 +86,15 @@ async def start_job(custom: CustomObjectsApi, name: str, job: str) -> None:
 
 async def result_of(custom: CustomObjectsApi, name: str, job: str,
                     seconds: float = 15) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
+    async def result() -> dict[str, Any] | None:
         obj = await custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
         text = ((obj["metadata"].get("annotations") or {}).get(RESULT))
         if text and json.loads(text)["job"] == job:
             return dict(json.loads(text))
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"no result for {job} on {name}")
-        await asyncio.sleep(0.1)
+        return None
+    found: dict[str, Any] = await eventually(result, f"a result for {job} on {name}",
+                                             limit=seconds)
+    return found
 
 
 def blkid(path: Path) -> dict[str, str]:
@@ -109,7 +104,7 @@ def blkid(path: Path) -> dict[str, str]:
 
 
 async def test_prepare_and_unprepare_a_sparse_volume(
-        api_server: ApiServer, client: ApiClient, tmp_path: Path) -> None:
+        api_server: ApiServer, client: ApiClient, ns: str, tmp_path: Path) -> None:
     custom = CustomObjectsApi(client)
     await StorageV1Api(client).create_storage_class({
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
@@ -124,7 +119,7 @@ async def test_prepare_and_unprepare_a_sparse_volume(
     root = tmp_path / "root"
     volumes = root / "var/lib/racksmith/volumes"
 
-    async with asyncio.timeout(40), agent(api_server, root):
+    async with asyncio.timeout(40), agent(api_server, root, ns):
         await start_job(custom, "mine", "prepare:1234abcd")
         result = await result_of(custom, "mine", "prepare:1234abcd")
         assert result["ok"] is True, result
@@ -145,7 +140,7 @@ async def test_prepare_and_unprepare_a_sparse_volume(
 
 
 async def test_raw_volume_on_a_disk_the_emulated_os_links(
-        api_server: ApiServer, client: ApiClient, tmp_path: Path) -> None:
+        api_server: ApiServer, client: ApiClient, ns: str, tmp_path: Path) -> None:
     disks = DiskStore(tmp_path / "hosts")
     host = generate_host(3, seed=7)  # nvme0n1 (root), nvme1n1, sda
     boot = root_disk(host.inventory)
@@ -173,7 +168,7 @@ async def test_raw_volume_on_a_disk_the_emulated_os_links(
                         mode="Block")
     await create_volume(custom, "raw-nvme", NODE,
                         {"rawBlockDevice": {"devicePath": "/dev/nvme1n1"}}, mode="Block")
-    async with asyncio.timeout(40), agent(api_server, root):
+    async with asyncio.timeout(40), agent(api_server, root, ns):
         await start_job(custom, "raw-sda", "prepare:00000001")
         await start_job(custom, "raw-nvme", "prepare:00000002")
         ok = await result_of(custom, "raw-sda", "prepare:00000001")

@@ -1,23 +1,29 @@
 """API semantics beyond what kubectl exercises: garbage collection and
 propagation policies, namespaces, generation and no-op writes, dry runs,
 deletecollection, paging, status isolation, eviction with PDBs, watch
-details, CRD deletion."""
+details, CRD deletion.
+
+The tests share the module's API server, each in its own namespace (``{ns}``
+in a path); what a test made is deleted after it (``tests.harness``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 from typing import Any
 
 import aiohttp
+import pytest
 
 from racksmith.apiserver.server import ApiServer
-from tests.integration.apiclient import RawClient, raw_client
+from tests.harness.http import RawClient, raw_client, ssl_context
+from tests.harness.wait import eventually
 
-CM = "/api/v1/namespaces/default/configmaps"
-PODS = "/api/v1/namespaces/default/pods"
-PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CM = "/api/v1/namespaces/{ns}/configmaps"
+PODS = "/api/v1/namespaces/{ns}/pods"
+PDBS = "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"
 VOLUMES = "/apis/storage.racksmith.io/v1alpha1/volumes"
 
 
@@ -34,15 +40,14 @@ def cm(name: str, owner: dict[str, Any] | None = None, labels: dict[str, str] | 
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
 
 
-async def wait_gone(c: RawClient, path: str, timeout: float = 20) -> None:
-    async def loop() -> None:
-        while (await c.get(path))[0] != 404:
-            await asyncio.sleep(0.05)
-    await asyncio.wait_for(loop(), timeout)
+async def wait_gone(c: RawClient, path: str) -> None:
+    async def gone() -> bool:
+        return (await c.get(path))[0] == 404
+    await eventually(gone, f"{c.path(path)} gone")
 
 
-async def test_background_gc_deletes_dependents(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_background_gc_deletes_dependents(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         _, owner = await c.post(CM, cm("owner"))
         assert (await c.post(CM, cm("dep1", owner)))[0] == 201
         assert (await c.post(CM, cm("dep2", owner)))[0] == 201
@@ -52,8 +57,8 @@ async def test_background_gc_deletes_dependents(api_server: ApiServer) -> None:
 
 
 async def test_orphan_policy_keeps_dependents_without_the_reference(
-        api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+        api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         _, owner = await c.post(CM, cm("owner"))
         await c.post(CM, cm("kept", owner))
         code, _ = await c.delete(f"{CM}/owner", {"propagationPolicy": "Orphan"})
@@ -64,8 +69,8 @@ async def test_orphan_policy_keeps_dependents_without_the_reference(
         assert not kept["metadata"].get("ownerReferences")
 
 
-async def test_foreground_waits_for_blocking_dependents(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_foreground_waits_for_blocking_dependents(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         _, owner = await c.post(CM, cm("owner"))
         _, dep = await c.post(CM, cm("blocker", owner, block=True))
         # the dependent holds a finalizer: the owner must wait for it
@@ -73,11 +78,10 @@ async def test_foreground_waits_for_blocking_dependents(api_server: ApiServer) -
         code, body = await c.delete(f"{CM}/owner", {"propagationPolicy": "Foreground"})
         assert code == 200
         assert "foregroundDeletion" in body["metadata"]["finalizers"]
-        for _ in range(40):
-            code, dep = await c.get(f"{CM}/blocker")
-            if dep["metadata"].get("deletionTimestamp"):
-                break
-            await asyncio.sleep(0.05)
+        async def marked() -> dict[str, Any] | None:
+            _, dep = await c.get(f"{CM}/blocker")
+            return dep if dep["metadata"].get("deletionTimestamp") else None
+        dep = await eventually(marked, "the blocking dependent marked for deletion")
         assert dep["metadata"].get("deletionTimestamp")
         code, still = await c.get(f"{CM}/owner")
         assert code == 200 and still["metadata"]["deletionTimestamp"]
@@ -86,8 +90,8 @@ async def test_foreground_waits_for_blocking_dependents(api_server: ApiServer) -
         await wait_gone(c, f"{CM}/owner")
 
 
-async def test_namespace_deletion_removes_its_contents(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_namespace_deletion_removes_its_contents(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}}
         assert (await c.post("/api/v1/namespaces", ns))[0] == 201
         path = "/api/v1/namespaces/doomed/configmaps"
@@ -102,8 +106,8 @@ async def test_namespace_deletion_removes_its_contents(api_server: ApiServer) ->
         assert (await c.post("/api/v1/namespaces/nowhere/configmaps", cm("x")))[0] == 404
 
 
-async def test_generation_noop_and_dry_run(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_generation_noop_and_dry_run(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         vol = {"apiVersion": "storage.racksmith.io/v1alpha1", "kind": "Volume",
                "metadata": {"name": "v1"},
                "spec": {"nodeName": "n1", "storageClassName": "sc",
@@ -128,8 +132,8 @@ async def test_generation_noop_and_dry_run(api_server: ApiServer) -> None:
         assert (await c.get(f"{VOLUMES}/v1"))[0] == 200
 
 
-async def test_status_subresource_is_isolated(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_status_subresource_is_isolated(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         lock = {"apiVersion": "lcm.racksmith.io/v1alpha1", "kind": "NodeWorkloadLock",
                 "metadata": {"name": "l1"},
                 "spec": {"controllerName": "ctl", "nodeName": "n1"},
@@ -147,8 +151,8 @@ async def test_status_subresource_is_isolated(api_server: ApiServer) -> None:
         assert body["spec"]["nodeName"] == "n1"  # status ignores spec
 
 
-async def test_deletecollection_and_paging(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_deletecollection_and_paging(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         for i in range(7):
             await c.post(CM, cm(f"page-{i}", labels={"batch": "x" if i % 2 else "y"}))
         names: list[str] = []
@@ -179,8 +183,8 @@ def pod(name: str, ready: bool) -> dict[str, Any]:
                 {"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
-async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         for i in range(3):
             assert (await c.post(PODS, pod(f"db-{i}", ready=True)))[0] == 201
         pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
@@ -188,7 +192,7 @@ async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer) ->
                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}}}
         assert (await c.post(PDBS, pdb))[0] == 201
         eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
-                    "metadata": {"name": "db-0", "namespace": "default"}}
+                    "metadata": {"name": "db-0", "namespace": ns}}
         code, body = await c.post(f"{PODS}/db-0/eviction", eviction)
         assert code == 201, body
         assert (await c.get(f"{PODS}/db-0"))[0] == 404
@@ -206,9 +210,9 @@ async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer) ->
 
 async def _watch_lines(server: ApiServer, path: str, count: int,
                        timeout: float = 20) -> list[dict[str, Any]]:
-    ctx = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
     out: list[dict[str, Any]] = []
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s, \
+    async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=ssl_context(server))) as s, \
             s.get(server.url + path,
                   headers={"Authorization": f"Bearer {server.token}"}) as resp:
         assert resp.status == 200
@@ -223,21 +227,22 @@ async def _watch_lines(server: ApiServer, path: str, count: int,
     return out
 
 
-async def test_watch_selector_transitions_and_timeout(api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+async def test_watch_selector_transitions_and_timeout(api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         _, first = await c.post(CM, cm("watched", labels={"team": "a"}))
         rv = first["metadata"]["resourceVersion"]
         task = asyncio.create_task(_watch_lines(
-            api_server, f"{CM}?watch=1&labelSelector=team%3Da&resourceVersion={rv}", 2))
+            api_server, c.path(f"{CM}?watch=1&labelSelector=team%3Da&resourceVersion={rv}"), 2))
         await asyncio.sleep(0.3)
         await c.patch(f"{CM}/watched", {"metadata": {"labels": {"team": "b"}}})
         await c.patch(f"{CM}/watched", {"metadata": {"labels": {"team": "a"}}})
         events = await task
         assert [e["type"] for e in events] == ["DELETED", "ADDED"]
         # timeoutSeconds ends the stream; sendInitialEvents ends with a bookmark
-        ctx = ssl.create_default_context(cafile=str(api_server.data_dir / "pki" / "ca.crt"))
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as s:
-            url = (f"{api_server.url}{CM}?watch=true&timeoutSeconds=1&sendInitialEvents=true"
+        async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=ssl_context(api_server))) as s:
+            url = (f"{api_server.url}{c.path(CM)}?watch=true&timeoutSeconds=1"
+                   "&sendInitialEvents=true"
                    "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
             async with s.get(url, headers={"Authorization": f"Bearer {api_server.token}"}
                              ) as resp:
@@ -250,7 +255,7 @@ async def test_watch_selector_transitions_and_timeout(api_server: ApiServer) -> 
 
 
 async def test_crd_deletion_removes_its_objects_and_stops_serving(
-        api_server: ApiServer) -> None:
+        api_server: ApiServer, ns: str) -> None:
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.org"},
@@ -260,21 +265,18 @@ async def test_crd_deletion_removes_its_objects_and_stops_serving(
                                "schema": {"openAPIV3Schema": {
                                    "type": "object",
                                    "x-kubernetes-preserve-unknown-fields": True}}}]}}
-    async with raw_client(api_server) as c:
+    async with raw_client(api_server, ns) as c:
         crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
         assert (await c.post(crds, crd))[0] == 201
         path = "/apis/example.org/v1/gadgets"
         code, body = await c.post(path, {"apiVersion": "example.org/v1", "kind": "Gadget",
                                          "metadata": {"name": "g1"}, "spec": {"x": 1}})
         assert code == 201, body
-        for _ in range(100):
+        async def established() -> bool:
             _, got = await c.get(f"{crds}/gadgets.example.org")
-            if any(cond["type"] == "Established" and cond["status"] == "True"
-                   for cond in got.get("status", {}).get("conditions", [])):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise AssertionError("CRD never Established")
+            return any(cond["type"] == "Established" and cond["status"] == "True"
+                       for cond in got.get("status", {}).get("conditions", []))
+        await eventually(established, "the CRD Established")
         assert (await c.delete(f"{crds}/gadgets.example.org"))[0] == 200
         await wait_gone(c, f"{crds}/gadgets.example.org")
         assert (await c.get(path))[0] == 404
@@ -285,8 +287,8 @@ async def test_crd_deletion_removes_its_objects_and_stops_serving(
 
 
 async def test_concurrent_merge_patches_without_resource_version_all_apply(
-        api_server: ApiServer) -> None:
-    async with raw_client(api_server) as c:
+        api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
         await c.post(CM, cm("busy"))
         results = await asyncio.gather(*[
             c.patch(f"{CM}/busy", {"metadata": {"labels": {f"k{i}": "v"}}}) for i in range(20)])

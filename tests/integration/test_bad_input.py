@@ -14,20 +14,19 @@ write bumps) is unchanged and the object is absent or unchanged. An autouse
 fixture fails any test during which the server logged an error (an internal
 error is a 500 with a traceback in ``racksmith.apiserver``).
 
-One server per module (built like conftest's ``api_server``, plus the
-widgets.example.com CRD from kubectl_fixtures); each test works in its own
-namespace, so tests stay independent and the module runs in seconds. The 410
-watch case builds its own server with a ten-event log.
+One server per module (the harness's, ``tests.harness``, plus the
+widgets.example.com CRD from ``tests.harness.manifests``); each test works
+in its own namespace and what it made is deleted after it, so tests stay
+independent and the module runs in seconds. The 410 watch case builds its
+own server with a ten-event log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
-import ssl
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +37,11 @@ import pytest
 import pytest_asyncio
 import yaml
 
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
-from tests.integration.kubectl_fixtures import WIDGET_CRD
+from racksmith.apiserver.server import ApiServer
+from tests.harness.api import serving
+from tests.harness.http import ssl_context
+from tests.harness.manifests import WIDGET_CRD
+from tests.harness.wait import eventually
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module")]
 
@@ -123,13 +125,9 @@ class Api:
         return r.body  # type: ignore[no-any-return]
 
 
-def ssl_context(data_dir: Path) -> ssl.SSLContext:
-    return ssl.create_default_context(cafile=str(data_dir / "pki" / "ca.crt"))
-
-
 @contextlib.asynccontextmanager
 async def client(server: ApiServer, namespace: str = "default") -> AsyncIterator[Api]:
-    conn = aiohttp.TCPConnector(ssl=ssl_context(server.data_dir))
+    conn = aiohttp.TCPConnector(ssl=ssl_context(server))
     async with aiohttp.ClientSession(connector=conn) as session:
         yield Api(session, server, namespace)
 
@@ -191,15 +189,6 @@ def no_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
         f"{r.getMessage()}\n{r.exc_text or ''}" for r in bad)
 
 
-async def wait_for(pred: Any, what: str, timeout: float = 15.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await pred():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 async def create_widget_crd(api: Api) -> None:
     crd = yaml.safe_load(WIDGET_CRD)
     r = await api.post(CRDS, crd)
@@ -212,7 +201,7 @@ async def create_widget_crd(api: Api) -> None:
             return False
         return (await api.get("/apis/example.com/v1/widgets")).status == 200
 
-    await wait_for(established, "widgets.example.com to be served")
+    await eventually(established, "widgets.example.com to be served")
 
 
 async def settle(server: ApiServer) -> None:
@@ -223,33 +212,21 @@ async def settle(server: ApiServer) -> None:
         await asyncio.sleep(0.1)
         return server.store.current_rv() == rv
 
-    await wait_for(quiet, "the store to settle")
+    await eventually(quiet, "the store to settle")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ApiServer]:
-    """One in-process server per module (as conftest's ``api_server``: TLS, token,
-    Racksmith's CRDs) plus widgets.example.com; each test gets its own namespace."""
-    from racksmith.kinds.crdgen import all_crds
-
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path_factory.mktemp("bad-input"), port=0))
-    await server.start(bootstrap=all_crds())
-    try:
-        async with client(server) as a:
-            await create_widget_crd(a)
-        yield server
-    finally:
-        await server.stop()
-
-
-_namespaces = itertools.count(1)
+async def shared_server(module_api_server: ApiServer) -> ApiServer:
+    """The module's server (``tests.harness``) plus widgets.example.com."""
+    async with client(module_api_server) as a:
+        await create_widget_crd(a)
+    return module_api_server
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def api(shared_server: ApiServer) -> AsyncIterator[Api]:
-    ns = f"t{next(_namespaces)}"
+async def api(shared_server: ApiServer, ns: str) -> AsyncIterator[Api]:
+    """A client in the test's own namespace."""
     async with client(shared_server, ns) as a:
-        await a.ok("POST", "/api/v1/namespaces", {"metadata": {"name": ns}})
         await settle(shared_server)
         yield a
 
@@ -976,12 +953,8 @@ async def test_invalid_crd(api: Api, crd: Obj, field: str) -> None:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def small_log_server(tmp_path: Path) -> AsyncIterator[ApiServer]:
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "small", port=0, event_log_size=10))
-    await server.start()
-    try:
+    async with serving(tmp_path / "small", with_crds=False, event_log_size=10) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 async def _watch_events(api: Api, params: dict[str, str], until: Any,

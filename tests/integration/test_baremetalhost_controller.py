@@ -3,7 +3,9 @@
 The controller runs on the runtime (``Controller`` + ``Manager``) over a
 kubernetes_asyncio client made from the server's kubeconfig, driving the
 in-memory fixture provisioner. Intervals are shrunk through the settings;
-every wait polls a condition under a bound and nothing asserts on time.
+every wait polls a condition under a bound and nothing asserts on time. The
+tests share the module's API server, each in its own namespace
+(``tests.harness``); the provisioner is each test's own.
 """
 
 from __future__ import annotations
@@ -13,19 +15,14 @@ import base64
 import contextlib
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
-from kubernetes_asyncio.client.exceptions import ApiException
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient
 
-from racksmith.apiserver.server import ApiServer
-from racksmith.controllers.baremetalhost import (
-    FINALIZER,
-    BareMetalHostSettings,
-    baremetalhost_controller,
-)
+from racksmith.controllers.baremetalhost import FINALIZER, BareMetalHostSettings
 from racksmith.controllers.baremetalhost.annotations import (
     DETACHED,
     INSPECT,
@@ -34,36 +31,25 @@ from racksmith.controllers.baremetalhost.annotations import (
     RENDERED_LAYOUT,
 )
 from racksmith.provisioner.fixture import FixtureProvisioner
-from racksmith.runtime import Controller, Manager
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from racksmith.runtime import Controller
+from tests.harness import api
+from tests.harness.baremetal import BMH_SETTINGS, bmh_controller, fixture_provisioner
+from tests.harness.controllers import managed
+from tests.harness.wait import eventually
 
-GROUP, VERSION, NS = "metal.racksmith.io", "v1alpha1", "default"
-WAIT = 30.0  # upper bound of every wait; never an expectation
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+GROUP, VERSION = "metal.racksmith.io", "v1alpha1"
 PASSWORD = "s3cr3t-Pa55"
-SETTINGS = BareMetalHostSettings(
-    poll_floor=0.01, poll_default=0.02, steady_poll=1.0, error_backoff_base=0.02,
-    error_backoff_cap=0.2, backend_retry_base=0.02, backend_retry_cap=0.2, jitter=0.0,
-    calls_per_minute=100_000,
-)
-MERGE_PATCH: Any = {"_content_type": "application/merge-patch+json"}
 IMAGE = {"url": "http://images.example/os.qcow2", "checksum": "abc", "checksumType": "sha256"}
 
 
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
-
-
-class Cluster:
+class Cluster(api.World):
     """The test's own view of the API."""
 
-    def __init__(self, client: ApiClient) -> None:
-        self.custom = CustomObjectsApi(client)
-        self.core = CoreV1Api(client)
+    def key(self, name: str) -> str:
+        """The fixture provisioner's name of the host ``name``."""
+        return f"{self.ns}~{name}"
 
     async def secret(self, name: str, username: str = "admin", password: str = PASSWORD,
                      replace: bool = False) -> None:
@@ -71,9 +57,9 @@ class Cluster:
                 "data": {"username": base64.b64encode(username.encode()).decode(),
                          "password": base64.b64encode(password.encode()).decode()}}
         if replace:
-            await self.core.replace_namespaced_secret(name, NS, body)
+            await self.core.replace_namespaced_secret(name, self.ns, body)
         else:
-            await self.core.create_namespaced_secret(NS, body)
+            await self.core.create_namespaced_secret(self.ns, body)
 
     async def host(self, name: str, *, secret: str | None = None, online: bool = False,
                    annotations: dict[str, str] | None = None, **spec: Any) -> None:
@@ -84,8 +70,7 @@ class Cluster:
                              "credentialsName": secret or f"{name}-bmc"},
                      "bootMACAddress": "52:54:00:00:00:01", "online": online, **spec},
         }
-        await self.custom.create_namespaced_custom_object(GROUP, VERSION, NS, "baremetalhosts",
-                                                          body)
+        await self.create(GROUP, "baremetalhosts", body)
 
     async def profile(self, name: str, spec: dict[str, Any], replace: bool = False) -> None:
         body: dict[str, Any] = {"apiVersion": f"{GROUP}/{VERSION}",
@@ -93,45 +78,24 @@ class Cluster:
                                 "metadata": {"name": name}, "spec": spec}
         if replace:
             current = await self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, NS, "baremetalhostprofiles", name)
+                GROUP, VERSION, self.ns, "baremetalhostprofiles", name)
             body["metadata"] = current["metadata"]
             await self.custom.replace_namespaced_custom_object(
-                GROUP, VERSION, NS, "baremetalhostprofiles", name, body)
+                GROUP, VERSION, self.ns, "baremetalhostprofiles", name, body)
         else:
-            await self.custom.create_namespaced_custom_object(
-                GROUP, VERSION, NS, "baremetalhostprofiles", body)
+            await self.create(GROUP, "baremetalhostprofiles", body)
 
-    async def get(self, name: str, plural: str = "baremetalhosts") -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, NS, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
+    async def read(self, name: str, plural: str = "baremetalhosts") -> dict[str, Any] | None:
+        return await self.get(GROUP, plural, name)
 
-    async def patch(self, name: str, patch: dict[str, Any]) -> None:
-        # The embedded server answers 409 to a merge patch (without a
-        # resourceVersion) that races another writer, where kube-apiserver
-        # retries internally; retry here until that is fixed server-side.
-        for _ in range(20):
-            try:
-                await self.custom.patch_namespaced_custom_object(
-                    GROUP, VERSION, NS, "baremetalhosts", name, patch, **MERGE_PATCH)
-                return
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-                await asyncio.sleep(0.01)
-        raise AssertionError(f"patch of {name} kept conflicting")
+    async def patch_host(self, name: str, patch: dict[str, Any]) -> None:
+        await self.patch(GROUP, "baremetalhosts", name, patch)
 
-    async def delete(self, name: str) -> None:
-        await self.custom.delete_namespaced_custom_object(GROUP, VERSION, NS, "baremetalhosts",
-                                                          name)
+    async def delete_host(self, name: str) -> None:
+        await self.delete(GROUP, "baremetalhosts", name)
 
     async def state(self, name: str) -> str | None:
-        obj = await self.get(name)
+        obj = await self.read(name)
         state = ((obj or {}).get("status") or {}).get("provisioning", {}).get("state")
         return None if state is None else str(state)
 
@@ -140,20 +104,8 @@ class Cluster:
             return await self.state(name) == state
         await eventually(check, f"{name} in state {state!r}")
 
-    async def gone(self, name: str) -> None:
-        async def check() -> bool:
-            return await self.get(name) is None
-        await eventually(check, f"{name} deleted")
-
-    async def events(self, name: str) -> list[Any]:
-        out = await self.core.list_namespaced_event(NS)
-        return [e for e in out.items if e.involved_object.name == name]
-
-    async def has_events(self, name: str, *reasons: str) -> None:
-        """Events are recorded after the status they describe: wait for them."""
-        async def check() -> bool:
-            return set(reasons) <= {e.reason for e in await self.events(name)}
-        await eventually(check, f"events {reasons} about {name}")
+    async def gone_host(self, name: str) -> None:
+        await self.gone(name, lambda: self.read(name))
 
 
 def status_of(obj: dict[str, Any] | None) -> dict[str, Any]:
@@ -170,43 +122,24 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any] | None:
 
 
 @pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
-@pytest.fixture
-def cluster(client: ApiClient) -> Cluster:
-    return Cluster(client)
+def cluster(client: ApiClient, ns: str) -> Cluster:
+    return Cluster(client, ns)
 
 
 @pytest.fixture
 def backend() -> FixtureProvisioner:
-    return FixtureProvisioner(poll=0.01)
+    return fixture_provisioner()
 
 
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, backend: FixtureProvisioner,
-                  settings: BareMetalHostSettings = SETTINGS) -> AsyncIterator[Controller]:
-    controller = baremetalhost_controller(client, backend, settings=settings, workers=2)
-    manager = Manager(client, [controller], identity="bmh-test", shutdown_timeout=10)
-    task = asyncio.create_task(manager.run())
-    try:
-        async with asyncio.timeout(WAIT):
-            while not manager.ready:
-                assert not task.done(), task
-                await asyncio.sleep(0.02)
+                  settings: BareMetalHostSettings = BMH_SETTINGS) -> AsyncIterator[Controller]:
+    controller = bmh_controller(client, backend, settings)
+    async with managed(client, [controller], identity="bmh-test"):
         yield controller
-    finally:
-        async with asyncio.timeout(WAIT):
-            await manager.stop()
-            await task
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def controller(client: ApiClient, backend: FixtureProvisioner
                      ) -> AsyncIterator[Controller]:
     async with running(client, backend) as c:
@@ -230,9 +163,9 @@ async def test_register_inspect_provision_deprovision(
     await cluster.in_state("h1", "available")
 
     async def power_known() -> bool:
-        return status_of(await cluster.get("h1")).get("poweredOn") is False
+        return status_of(await cluster.read("h1")).get("poweredOn") is False
     await eventually(power_known, "h1 power state read")
-    host = await cluster.get("h1")
+    host = await cluster.read("h1")
     assert host is not None
     status = status_of(host)
     assert FINALIZER in host["metadata"]["finalizers"]
@@ -243,7 +176,7 @@ async def test_register_inspect_provision_deprovision(
     history = status["operationHistory"]
     assert history["register"]["start"] and history["register"]["end"]
     assert history["inspect"]["start"] and history["inspect"]["end"]
-    inventory = await cluster.get("h1", "baremetalhostinventories")
+    inventory = await cluster.read("h1", "baremetalhostinventories")
     assert inventory is not None
     assert inventory["spec"]["hostRef"]["name"] == "h1"
     owner = inventory["metadata"]["ownerReferences"][0]
@@ -252,15 +185,15 @@ async def test_register_inspect_provision_deprovision(
     assert len(inventory["status"]["hardware"]["storage"]) == 3
 
     # Re-inspection on request: the annotation is consumed, the host comes back.
-    inspections = backend.calls[("default~h1", "inspect")]
-    await cluster.patch("h1", {"metadata": {"annotations": {INSPECT: ""}}})
+    inspections = backend.calls[(cluster.key("h1"), "inspect")]
+    await cluster.patch_host("h1", {"metadata": {"annotations": {INSPECT: ""}}})
 
     async def reinspected() -> bool:
-        obj = await cluster.get("h1")
+        obj = await cluster.read("h1")
         # Two calls: the forced start, then the one that reports it done.
         return INSPECT not in ((obj or {})["metadata"].get("annotations") or {}) and \
             status_of(obj)["provisioning"]["state"] == "available" and \
-            backend.calls[("default~h1", "inspect")] >= inspections + 2
+            backend.calls[(cluster.key("h1"), "inspect")] >= inspections + 2
     await eventually(reinspected, "h1 inspected again")
 
     # Provision with a profile that fits: a RAID1 root over the two SSDs.
@@ -278,13 +211,13 @@ async def test_register_inspect_provision_deprovision(
         "kernelParameters": {"cmdline": ["console=ttyS0"]},
         "hugePages": [{"size": "2M", "count": 512}],
     })
-    await cluster.patch("h1", {"spec": {"image": IMAGE, "online": True, "profile": "mirror"}})
+    await cluster.patch_host("h1", {"spec": {"image": IMAGE, "online": True, "profile": "mirror"}})
     await cluster.in_state("h1", "provisioned")
 
     async def powered_on() -> bool:
-        return status_of(await cluster.get("h1")).get("poweredOn") is True
+        return status_of(await cluster.read("h1")).get("poweredOn") is True
     await eventually(powered_on, "h1 powered on")
-    host = await cluster.get("h1")
+    host = await cluster.read("h1")
     assert host is not None
     assert status_of(host)["provisioning"]["image"]["url"] == IMAGE["url"]
     layout = json.loads(host["metadata"]["annotations"][RENDERED_LAYOUT])
@@ -294,39 +227,39 @@ async def test_register_inspect_provision_deprovision(
     assert status_of(host)["provisioning"]["diskLayout"] == layout
     profile_valid = condition(host, "ProfileValid")
     assert profile_valid is not None and profile_valid["status"] == "True"
-    node = backend.node("default~h1")
+    node = backend.node(cluster.key("h1"))
     assert node is not None and node.deployed is not None
     assert node.deployed.meta_data is not None
     assert node.deployed.meta_data["racksmith_disk_layout"] == layout
-    assert backend.deploys["default~h1"] == 1
+    assert backend.deploys[cluster.key("h1")] == 1
     history = status_of(host)["operationHistory"]
     assert history["provision"]["start"] and history["provision"]["end"]
 
     # Reboot once on request: off, annotation gone, back on.
-    power_calls = backend.calls[("default~h1", "power")]
-    await cluster.patch("h1", {"metadata": {"annotations": {REBOOT: ""}}})
+    power_calls = backend.calls[(cluster.key("h1"), "power")]
+    await cluster.patch_host("h1", {"metadata": {"annotations": {REBOOT: ""}}})
 
     async def rebooted() -> bool:
-        obj = await cluster.get("h1")
+        obj = await cluster.read("h1")
         # off and on again (the annotation goes with the power-off, so the
         # status alone could still show the power state from before)
         return REBOOT not in ((obj or {})["metadata"].get("annotations") or {}) and \
             status_of(obj).get("poweredOn") is True and \
-            backend.calls[("default~h1", "power")] >= power_calls + 2
+            backend.calls[(cluster.key("h1"), "power")] >= power_calls + 2
     await eventually(rebooted, "h1 rebooted")
-    assert backend.calls[("default~h1", "power")] >= power_calls + 2
+    assert backend.calls[(cluster.key("h1"), "power")] >= power_calls + 2
     assert node.powered_on
 
     # Removing the image deprovisions the host back to available.
-    await cluster.patch("h1", {"spec": {"image": None, "online": False}})
+    await cluster.patch_host("h1", {"spec": {"image": None, "online": False}})
     await cluster.in_state("h1", "available")
-    host = await cluster.get("h1")
+    host = await cluster.read("h1")
     assert host is not None
     assert "image" not in status_of(host)["provisioning"]
     assert "diskLayout" not in status_of(host)["provisioning"]
     assert RENDERED_LAYOUT not in (host["metadata"].get("annotations") or {})
     assert status_of(host)["operationHistory"]["deprovision"]["end"]
-    assert backend.deploys["default~h1"] == 1
+    assert backend.deploys[cluster.key("h1")] == 1
 
     await cluster.has_events("h1", "Registered", "InspectionComplete", "Prepared",
                              "ProvisioningStarted", "ProvisioningComplete", "Rebooting",
@@ -340,11 +273,11 @@ async def test_deleting_a_provisioned_host_deprovisions_first(
     await cluster.secret("h2-bmc")
     await cluster.host("h2", image=IMAGE, online=True)
     await cluster.in_state("h2", "provisioned")
-    await cluster.delete("h2")
-    await cluster.gone("h2")
-    assert backend.node("default~h2") is None
-    assert backend.deleted["default~h2"] == 1
-    ops = [op for node, op in backend.history if node == "default~h2"]
+    await cluster.delete_host("h2")
+    await cluster.gone_host("h2")
+    assert backend.node(cluster.key("h2")) is None
+    assert backend.deleted[cluster.key("h2")] == 1
+    ops = [op for node, op in backend.history if node == cluster.key("h2")]
     last_deprovision = max(i for i, op in enumerate(ops) if op == "deprovision")
     assert "delete" not in ops[:last_deprovision]
     assert ops.index("delete") > max(i for i, op in enumerate(ops) if op == "power")
@@ -360,10 +293,10 @@ async def test_wrong_credentials_then_fixed(
     await cluster.secret("h3-bmc", password=PASSWORD)
 
     async def refused() -> bool:
-        return status_of(await cluster.get("h3") or {}).get("errorType") == "registration error"
+        return status_of(await cluster.read("h3") or {}).get("errorType") == "registration error"
     await cluster.host("h3")
     await eventually(refused, "registration error")
-    host = await cluster.get("h3")
+    host = await cluster.read("h3")
     status = status_of(host)
     assert status["provisioning"]["state"] == "registering"
     assert "refused the credentials" in status["errorMessage"]
@@ -377,7 +310,7 @@ async def test_wrong_credentials_then_fixed(
 
     await cluster.secret("h3-bmc", password="right-one", replace=True)
     await cluster.in_state("h3", "available")
-    status = status_of(await cluster.get("h3"))
+    status = status_of(await cluster.read("h3"))
     assert "errorType" not in status and status["errorCount"] == 0
     assert status["goodCredentials"]["credentialsVersion"] == \
         status["triedCredentials"]["credentialsVersion"] != tried["credentialsVersion"]
@@ -391,20 +324,20 @@ async def test_an_error_waits_out_its_back_off_until_an_input_changes(
     # changed something — here the Secret.
     backend.bmc_credentials["redfish://bmc-h9.example/redfish/v1/Systems/1"] = (
         "admin", "right-one")
-    slow = dataclasses.replace(SETTINGS, error_backoff_base=30.0, error_backoff_cap=60.0)
+    slow = dataclasses.replace(BMH_SETTINGS, error_backoff_base=30.0, error_backoff_cap=60.0)
     async with running(client, backend, slow):
         await cluster.secret("h9-bmc", password=PASSWORD)
         await cluster.host("h9")
 
         async def refused() -> bool:
-            return status_of(await cluster.get("h9") or {}).get("errorType") == \
+            return status_of(await cluster.read("h9") or {}).get("errorType") == \
                 "registration error"
         await eventually(refused, "registration error")
         def registers() -> int:
             return sum(n for (_, op), n in backend.calls.items() if op == "register")
         calls = registers()
         await asyncio.sleep(1.5)
-        status = status_of(await cluster.get("h9"))
+        status = status_of(await cluster.read("h9"))
         assert status["errorCount"] == 1, status
         assert registers() == calls
         await cluster.secret("h9-bmc", password="right-one", replace=True)
@@ -417,11 +350,11 @@ async def test_missing_secret_then_created(
     await cluster.host("h4")
 
     async def missing() -> bool:
-        return status_of(await cluster.get("h4") or {}).get("errorMessage") == \
+        return status_of(await cluster.read("h4") or {}).get("errorMessage") == \
             "secret h4-bmc not found"
     await eventually(missing, "secret not found error")
-    assert status_of(await cluster.get("h4"))["errorType"] == "registration error"
-    assert backend.calls[("default~h4", "register")] == 0
+    assert status_of(await cluster.read("h4"))["errorType"] == "registration error"
+    assert backend.calls[(cluster.key("h4"), "register")] == 0
     await cluster.secret("h4-bmc")
     await cluster.in_state("h4", "available")
 
@@ -436,21 +369,21 @@ async def test_profile_that_does_not_fit_keeps_the_host_available(
     await cluster.host("h5", image=IMAGE, profile="fast")
 
     async def flagged() -> bool:
-        cond = condition(await cluster.get("h5"), "ProfileValid")
+        cond = condition(await cluster.read("h5"), "ProfileValid")
         return cond is not None and cond["status"] == "False"
     await eventually(flagged, "ProfileValid False")
-    host = await cluster.get("h5")
+    host = await cluster.read("h5")
     cond = condition(host, "ProfileValid")
     assert cond is not None and cond["reason"] == "ProfileDoesNotFit"
     assert "needs 2 disks of type nvme with at least 100Gi, host has 0" in cond["message"]
     assert status_of(host)["provisioning"]["state"] == "available"
-    assert backend.deploys["default~h5"] == 0
+    assert backend.deploys[cluster.key("h5")] == 0
     await cluster.has_events("h5", "ProfileDoesNotFit")
 
     # Fixing the profile is enough: the profile watch wakes the host up.
     await cluster.profile("fast", {"devices": [{"device": {"type": "ssd"}}]}, replace=True)
     await cluster.in_state("h5", "provisioned")
-    assert backend.deploys["default~h5"] == 1
+    assert backend.deploys[cluster.key("h5")] == 1
 
 
 async def test_paused_host_is_left_alone(
@@ -462,11 +395,11 @@ async def test_paused_host_is_left_alone(
     await cluster.secret("h6b-bmc")
     await cluster.host("h6b")
     await cluster.in_state("h6b", "available")
-    host = await cluster.get("h6")
+    host = await cluster.read("h6")
     assert host is not None and "status" not in host
     assert FINALIZER not in (host["metadata"].get("finalizers") or [])
-    assert not [k for k in backend.calls if k[0] == "default~h6"]
-    await cluster.patch("h6", {"metadata": {"annotations": {PAUSED: None}}})
+    assert not [k for k in backend.calls if k[0] == cluster.key("h6")]
+    await cluster.patch_host("h6", {"metadata": {"annotations": {PAUSED: None}}})
     await cluster.in_state("h6", "available")
 
 
@@ -476,21 +409,21 @@ async def test_detached_host_is_released_without_touching_the_server(
     await cluster.secret("h7-bmc")
     await cluster.host("h7", image=IMAGE, online=True)
     await cluster.in_state("h7", "provisioned")
-    node = backend.node("default~h7")
+    node = backend.node(cluster.key("h7"))
     assert node is not None and node.powered_on
-    await cluster.patch("h7", {"metadata": {"annotations": {DETACHED: ""}}})
+    await cluster.patch_host("h7", {"metadata": {"annotations": {DETACHED: ""}}})
 
     async def detached() -> bool:
-        return status_of(await cluster.get("h7")).get("operationalStatus") == "detached"
+        return status_of(await cluster.read("h7")).get("operationalStatus") == "detached"
     await eventually(detached, "h7 detached")
-    assert backend.node("default~h7") is None and backend.detached["default~h7"] == 1
-    power_calls = backend.calls[("default~h7", "power")]
-    await cluster.delete("h7")
-    await cluster.gone("h7")
+    assert backend.node(cluster.key("h7")) is None and backend.detached[cluster.key("h7")] == 1
+    power_calls = backend.calls[(cluster.key("h7"), "power")]
+    await cluster.delete_host("h7")
+    await cluster.gone_host("h7")
     assert node.powered_on, "the server was left running"
-    assert backend.calls[("default~h7", "power")] == power_calls
-    assert backend.calls[("default~h7", "deprovision")] == 0
-    assert backend.deleted["default~h7"] == 0
+    assert backend.calls[(cluster.key("h7"), "power")] == power_calls
+    assert backend.calls[(cluster.key("h7"), "deprovision")] == 0
+    assert backend.deleted[cluster.key("h7")] == 0
 
 
 async def test_deletion_waits_for_an_unreachable_backend(
@@ -500,16 +433,16 @@ async def test_deletion_waits_for_an_unreachable_backend(
     await cluster.host("h8")
     await cluster.in_state("h8", "available")
     backend.unavailable = True
-    await cluster.delete("h8")
+    await cluster.delete_host("h8")
 
     async def waiting() -> bool:
         # A reconcile that ran before the delete may already have set the
         # condition without the deletion in its message: wait for the latter.
-        cond = condition(await cluster.get("h8"), "BackendReachable")
+        cond = condition(await cluster.read("h8"), "BackendReachable")
         return cond is not None and cond["status"] == "False" and \
             "deletion waits" in cond["message"]
     await eventually(waiting, "BackendReachable False while deleting")
-    host = await cluster.get("h8")
+    host = await cluster.read("h8")
     assert host is not None and host["metadata"].get("deletionTimestamp")
     cond = condition(host, "BackendReachable")
     assert cond is not None and cond["reason"] == "BackendUnavailable"
@@ -517,24 +450,24 @@ async def test_deletion_waits_for_an_unreachable_backend(
     assert "errorType" not in status_of(host), "an unreachable backend is not a host error"
     await cluster.has_events("h8", "BackendUnavailable")
     backend.unavailable = False
-    await cluster.gone("h8")
-    assert backend.deleted["default~h8"] == 1
+    await cluster.gone_host("h8")
+    assert backend.deleted[cluster.key("h8")] == 1
 
 
 async def test_restart_mid_provisioning_deploys_exactly_once(
     client: ApiClient, cluster: Cluster
 ) -> None:
-    backend = FixtureProvisioner(poll=0.01, steps={"provision": 40})
+    backend = fixture_provisioner(steps={"provision": 40})
     await cluster.secret("h9-bmc")
     async with running(client, backend):
         await cluster.host("h9", image=IMAGE, online=True)
 
         async def deploying() -> bool:
-            node = backend.node("default~h9")
+            node = backend.node(cluster.key("h9"))
             return node is not None and node.state == "deploying"
         await eventually(deploying, "deploy started")
     assert await cluster.state("h9") == "provisioning"
-    assert backend.deploys["default~h9"] == 1
+    assert backend.deploys[cluster.key("h9")] == 1
     async with running(client, backend):
         await cluster.in_state("h9", "provisioned")
-    assert backend.deploys["default~h9"] == 1
+    assert backend.deploys[cluster.key("h9")] == 1

@@ -9,6 +9,10 @@ active alerts through (a fake Alertmanager; a dead one; none), and the
 resource API still needs the token. Also static checks of the assets: every
 ES module import resolves (to a file, and named imports to exports), and
 nothing is loaded from another origin.
+
+The server tests share one console server per module (they only read; the
+Alertmanager URL is reset around each test), so they are marked for the
+module's loop one by one (the static checks need no loop).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import asyncio
 import re
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,16 +29,20 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+import pytest_asyncio
 from aiohttp import web
 from multidict import CIMultiDictProxy
 
 from racksmith import console
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.apiserver.server import ApiServer
+from tests.harness.api import serving
+from tests.harness.http import ssl_context
 
 STATIC = console.static_dir()
 JS = STATIC / "js"
 BMH = "/apis/metal.racksmith.io/v1alpha1/baremetalhosts"
 CONSOLE_INIT = Path(console.__file__).read_bytes()
+SHARED = pytest.mark.asyncio(loop_scope="module")
 
 
 @dataclass
@@ -79,24 +87,25 @@ class Console:
         return int(head.split(b" ", 2)[1]), body
 
 
-@pytest.fixture
-async def web_console(tmp_path: Path) -> AsyncIterator[Console]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def console_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Console]:
     """An API server with the console routes, as ``racksmith up`` builds it; the
     Alertmanager URL is read from ``alertmanager["url"]`` on every request."""
-    from racksmith.kinds.crdgen import all_crds
-
     alertmanager: dict[str, str | None] = {"url": None}
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "data", port=0),
-                       extra_routes=console.routes(lambda: alertmanager["url"]),
-                       public=console.is_public)
-    await server.start(bootstrap=all_crds())
-    ctx = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
-    try:
+    async with serving(tmp_path_factory.mktemp("console") / "data", extra_routes=console.routes(
+            lambda: alertmanager["url"]), public=console.is_public) as server:
+        ctx = ssl_context(server)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx),
                                          timeout=aiohttp.ClientTimeout(total=30)) as session:
             yield Console(server, session, ctx, alertmanager)
-    finally:
-        await server.stop()
+
+
+@pytest.fixture
+def web_console(console_server: Console) -> Iterator[Console]:
+    """The module's console server, with no Alertmanager at first."""
+    console_server.alertmanager["url"] = None
+    yield console_server
+    console_server.alertmanager["url"] = None
 
 
 @dataclass
@@ -106,7 +115,7 @@ class FakeAlertmanager:
     answer: dict[str, Any]
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def fake_alertmanager() -> AsyncIterator[FakeAlertmanager]:
     """An Alertmanager v2 API answering ``answer["body"]`` with ``answer["status"]``."""
     queries: list[dict[str, str]] = []
@@ -141,6 +150,7 @@ def assert_security_headers(reply: Reply) -> None:
 # --------------------------------------------------------------------------- pages and assets
 
 
+@SHARED
 async def test_page_is_public_with_a_strict_csp(web_console: Console) -> None:
     for path in ("/console/", "/console/index.html"):
         reply = await web_console.get(path)
@@ -162,6 +172,7 @@ async def test_page_is_public_with_a_strict_csp(web_console: Console) -> None:
     assert_security_headers(app_js)
 
 
+@SHARED
 async def test_every_static_file_is_served(web_console: Console) -> None:
     files = sorted(p for p in STATIC.rglob("*") if p.is_file())
     assert len(files) >= 7, files
@@ -192,6 +203,7 @@ async def test_every_static_file_is_served(web_console: Console) -> None:
     "/console/static/../../../../../../etc/passwd",
     "/console/static/../../apiserver/server.py",
 ])
+@SHARED
 async def test_path_traversal_never_leaves_static(web_console: Console, path: str) -> None:
     status, body = await web_console.raw_get(path)
     assert status == 404, (path, status, body[:200])
@@ -199,6 +211,7 @@ async def test_path_traversal_never_leaves_static(web_console: Console, path: st
     assert b"from __future__" not in body
 
 
+@SHARED
 async def test_traversal_to_the_api_does_not_skip_the_token(web_console: Console) -> None:
     """A public-looking prefix must not smuggle an API request past the token check."""
     for path in ("/console/static/../../api/v1/namespaces",
@@ -212,6 +225,7 @@ async def test_traversal_to_the_api_does_not_skip_the_token(web_console: Console
 # --------------------------------------------------------------------------- token
 
 
+@SHARED
 async def test_alerts_and_the_api_need_the_token(web_console: Console) -> None:
     token = web_console.server.token
     for path in ("/console/alerts", BMH, "/api/v1/namespaces"):
@@ -228,6 +242,7 @@ async def test_alerts_and_the_api_need_the_token(web_console: Console) -> None:
 # --------------------------------------------------------------------------- alerts
 
 
+@SHARED
 async def test_alerts_pass_through_from_alertmanager(
         web_console: Console, fake_alertmanager: FakeAlertmanager) -> None:
     alerts = [
@@ -267,6 +282,7 @@ async def test_alerts_pass_through_from_alertmanager(
     assert body["error"] and fake_alertmanager.url in body["error"], body
 
 
+@SHARED
 async def test_alerts_from_a_dead_alertmanager(web_console: Console) -> None:
     # Bound but not listening: connections are refused, and no other process
     # can take the port while the test holds it.
@@ -283,6 +299,7 @@ async def test_alerts_from_a_dead_alertmanager(web_console: Console) -> None:
         body["error"], body
 
 
+@SHARED
 async def test_alerts_without_an_alertmanager(web_console: Console) -> None:
     reply = await web_console.get("/console/alerts", token=web_console.server.token)
     assert reply.status == 200

@@ -29,7 +29,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.serverproc import ServerProc, start_server
+from tests.harness.process import ServerProc, start_server
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import kubernetes_validate
 import yaml
 
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.kinds.registry import ALL_KINDS
-from tests.serverproc import ROOT, kubectl_path
+from tests.harness.api import serving
+from tests.harness.process import ROOT, kubectl_path
 
 
 def _crds_output() -> str:
@@ -43,9 +43,8 @@ async def _kubectl(kubeconfig: Path, home: Path, *args: str,
 
 async def test_crds_register_kinds_on_a_fresh_server(tmp_path: Path) -> None:
     manifest = _crds_output()
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "data", port=0))
-    await server.start()  # no bootstrap: a fresh server knows only built-ins
-    try:
+    # no bootstrap: a fresh server knows only built-ins
+    async with serving(tmp_path / "data", with_crds=False) as server:
         home = tmp_path / "home"
         home.mkdir()
         rc, out, _ = await _kubectl(server.kubeconfig_path, home, "api-resources")
@@ -64,5 +63,3 @@ async def test_crds_register_kinds_on_a_fresh_server(tmp_path: Path) -> None:
                 kind.info.kind)
         rc, out, err = await _kubectl(server.kubeconfig_path, home, "get", "volumes")
         assert rc == 0, err
-    finally:
-        await server.stop()

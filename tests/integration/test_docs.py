@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serverproc import ROOT, ServerProc
+from tests.harness.process import ROOT, ServerProc
 
 GUIDES = ["docs/getting-started.md"]
 _BLOCK = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)

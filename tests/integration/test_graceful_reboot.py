@@ -5,7 +5,9 @@ plays the BareMetalHost controller and the kubelet: when a host carries the
 reboot annotation it removes it and gives the Node a new boot ID. The
 controller is restarted while the second machine reboots: nothing is done
 twice (each host power-cycled once), and a Done machine is never rebooted
-again.
+again. The server tests share the module's API server, each in its own
+namespace (``tests.harness``); they are marked for the module's loop one by
+one, as the last test needs no loop at all.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.maintenance import (
     GracefulRebootTimings,
     MaintenanceTimings,
@@ -27,49 +28,23 @@ from racksmith.controllers.maintenance import (
     reboot_order,
 )
 from racksmith.kinds.cluster import Machine
-from racksmith.runtime import Manager
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
-from tests.integration.test_node_maintenance import (
-    ANN,
-    LCM,
-    METAL,
-    NS,
-    WAIT,
-    World,
-    eventually,
-)
+from tests.harness.controllers import managed
+from tests.harness.wait import eventually
+from tests.integration.test_node_maintenance import ANN, LCM, METAL, World
 
 REBOOT_ANNOTATION = "reboot.metal.racksmith.io/lcm"
+SHARED = pytest.mark.asyncio(loop_scope="module")
 # Small waits; the reboot retry stays the default (a reboot asked again would be a
 # second power cycle, which the test counts).
 TIMINGS = GracefulRebootTimings(poll=0.3, node_flow=MaintenanceTimings(
     poll=0.3, lock_retry=0.3, eviction_backoff_base=0.1, eviction_backoff_cap=0.3))
 
 
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
 @contextlib.asynccontextmanager
 async def running(client: ApiClient) -> AsyncIterator[None]:
-    manager = Manager(client, [graceful_reboot_controller(client, timings=TIMINGS)],
-                      identity="reboot-test", shutdown_timeout=10)
-    task = asyncio.create_task(manager.run())
-    try:
-        async with asyncio.timeout(WAIT):
-            while not manager.ready:
-                assert not task.done(), task
-                await asyncio.sleep(0.02)
+    async with managed(client, [graceful_reboot_controller(client, timings=TIMINGS)],
+                       identity="reboot-test"):
         yield
-    finally:
-        async with asyncio.timeout(WAIT):
-            await manager.stop()
-            await task
 
 
 class Hosts:
@@ -98,8 +73,9 @@ async def request_status(world: World) -> dict[str, Any]:
     return dict((obj or {}).get("status") or {})
 
 
-async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient) -> None:
-    world = World(client)
+@SHARED
+async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.machine("w-a", "h-a", upgrade_index=2)
     await world.machine("w-b", "h-b", upgrade_index=1)
     await world.machine("cp-1", "h-cp", roles=["master", "etcd"])
@@ -108,7 +84,7 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient) ->
     hosts.held.add("h-b")
     player = asyncio.create_task(hosts.run())
     try:
-        await world.create(LCM, "gracefulrebootrequests", "GracefulRebootRequest", "demo", {})
+        await world.make(LCM, "gracefulrebootrequests", "GracefulRebootRequest", "demo", {})
         async with running(client):
             async def machine_state(name: str, state: str) -> bool:
                 status = await request_status(world)
@@ -121,7 +97,7 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient) ->
             assert [m["name"] for m in status["machines"]] == ["cp-1", "w-b", "w-a"]
             nmr = await world.nmr("w-b")
             assert nmr is not None
-            assert nmr["metadata"]["labels"][f"{ANN}owner"] == "reboot.default.demo"
+            assert nmr["metadata"]["labels"][f"{ANN}owner"] == f"reboot.{ns}.demo"
             assert await world.nmr("cp-1") is None
             node = await world.node("w-b")
             assert node is not None and (node.get("spec") or {}).get("unschedulable") is True
@@ -158,14 +134,15 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient) ->
             await player
 
 
-async def test_listed_machines_only_and_missing_ones(client: ApiClient) -> None:
-    world = World(client)
+@SHARED
+async def test_listed_machines_only_and_missing_ones(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.machine("w-a", "h-a")
     await world.machine("w-b", "h-b")
     hosts = Hosts(world, {"h-a": "w-a", "h-b": "w-b"})
     player = asyncio.create_task(hosts.run())
     try:
-        await world.create(LCM, "gracefulrebootrequests", "GracefulRebootRequest", "demo",
+        await world.make(LCM, "gracefulrebootrequests", "GracefulRebootRequest", "demo",
                            {"machines": ["w-b", "nope"]})
         async with running(client):
             async def settled() -> bool:
@@ -188,7 +165,7 @@ def test_reboot_order() -> None:
         spec: dict[str, Any] = {"clusterName": "demo", "roles": roles}
         if index is not None:
             spec["upgradeIndex"] = index
-        return Machine.model_validate({"metadata": {"name": name, "namespace": NS},
+        return Machine.model_validate({"metadata": {"name": name, "namespace": "default"},
                                        "spec": spec})
     machines = [m("w-z", ["node"]), m("w-y", ["node"], 5), m("etcd-2", ["etcd"]),
                 m("cp-1", ["master"], 9), m("w-x", ["node"], 1)]

@@ -4,18 +4,19 @@ status and conditions, and the claim protocol under concurrent claimers.
 The controller runs on the runtime (``Controller`` + ``Manager``) over a
 kubernetes_asyncio client made from the server's kubeconfig; claimers use
 their own ApiClients, as separate controller replicas would. Every wait
-polls a condition under a bound and nothing asserts on time.
+polls a condition under a bound and nothing asserts on time. The tests share
+the module's API server, each in its own namespace (``tests.harness``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
 
 from racksmith.apiserver.server import ApiServer
@@ -31,62 +32,42 @@ from racksmith.controllers.ipam import (
 from racksmith.kinds.common import ObjectReference
 from racksmith.runtime import Manager
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness.controllers import managed
+from tests.harness.wait import eventually
 
-GROUP, VERSION, NS = "ipam.racksmith.io", "v1alpha1", "default"
-WAIT = 30.0  # upper bound of every wait; never an expectation
-OWNER = ObjectReference(api_version="metal.racksmith.io/v1alpha1", kind="Machine",
-                        name="machine-1", namespace=NS)
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
+GROUP, VERSION = "ipam.racksmith.io", "v1alpha1"
 
 
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
+def owner(namespace: str) -> ObjectReference:
+    return ObjectReference(api_version="metal.racksmith.io/v1alpha1", kind="Machine",
+                           name="machine-1", namespace=namespace)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def controller(client: ApiClient) -> AsyncIterator[Manager]:
-    manager = Manager(client, [subnet_controller(client, workers=2)], identity="ipam-test",
-                      shutdown_timeout=10)
-    task = asyncio.create_task(manager.run())
-    try:
-        async with asyncio.timeout(WAIT):
-            while not manager.ready:
-                assert not task.done(), task
-                await asyncio.sleep(0.02)
+    async with managed(client, [subnet_controller(client, workers=2)],
+                       identity="ipam-test") as manager:
         yield manager
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 class Ipam:
-    def __init__(self, client: ApiClient) -> None:
+    def __init__(self, client: ApiClient, ns: str) -> None:
         self.api = CustomObjectsApi(client)
+        self.ns = ns
+        self.owner = owner(ns)
 
     async def subnet(self, name: str, cidr: str, gateway: str | None = None,
                      **spec: Any) -> None:
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Subnet",
                 "metadata": {"name": name},
                 "spec": {"cidr": cidr, **({"gateway": gateway} if gateway else {}), **spec}}
-        await self.api.create_namespaced_custom_object(GROUP, VERSION, NS, "subnets", body)
+        await self.api.create_namespaced_custom_object(GROUP, VERSION, self.ns, "subnets", body)
 
     async def get(self, name: str) -> dict[str, Any]:
         obj: dict[str, Any] = await self.api.get_namespaced_custom_object(
-            GROUP, VERSION, NS, "subnets", name)
+            GROUP, VERSION, self.ns, "subnets", name)
         return obj
 
     async def ready(self, name: str) -> dict[str, Any] | None:
@@ -110,8 +91,8 @@ class Ipam:
 
 
 @pytest.fixture
-def ipam(client: ApiClient) -> Ipam:
-    return Ipam(client)
+def ipam(client: ApiClient, ns: str) -> Ipam:
+    return Ipam(client, ns)
 
 
 def ready_of(obj: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +119,7 @@ async def test_concurrent_claimers_never_share_an_address(
         hint = TakenHint(spread=rng.random if spread else None)
         api, out = CustomObjectsApi(client), []
         for _ in range(n):
-            got = await claim_address(api, subnet, OWNER, hint=hint)
+            got = await claim_address(api, subnet, ipam.owner, hint=hint)
             assert isinstance(got, Claimed), got
             out.append(got)
         return out
@@ -153,7 +134,7 @@ async def test_concurrent_claimers_never_share_an_address(
     if not spread:  # lowest first: exactly .2 .. .201 were handed out
         assert set(addresses) == {f"10.1.0.{i}" for i in range(2, 202)}
     assert set(addresses) <= {f"10.1.0.{i}" for i in range(2, 255)}
-    stored = await list_ipaddrs(ipam.api, NS, subnet="race")
+    stored = await list_ipaddrs(ipam.api, ipam.ns, subnet="race")
     assert sorted(o["spec"]["address"] for o in stored) == sorted(addresses)
     assert {o["metadata"]["name"] for o in stored} == {
         "race-" + a.replace(".", "-") for a in addresses}
@@ -163,7 +144,7 @@ async def test_concurrent_claimers_never_share_an_address(
 async def test_release_returns_the_address(ipam: Ipam, controller: Manager) -> None:
     await ipam.subnet("pool", "10.2.0.0/28", "10.2.0.1")
     subnet = await ipam.judged("pool", "Ready", capacity=13)
-    claims = [await claim_address(ipam.api, subnet, OWNER) for _ in range(3)]
+    claims = [await claim_address(ipam.api, subnet, ipam.owner) for _ in range(3)]
     assert [c.address for c in claims if isinstance(c, Claimed)] == [
         "10.2.0.2", "10.2.0.3", "10.2.0.4"]
     await ipam.judged("pool", "Ready", allocated=3, allocatable=10)
@@ -172,7 +153,7 @@ async def test_release_returns_the_address(ipam: Ipam, controller: Manager) -> N
     assert await release(ipam.api, first.ipaddr)
     assert not await release(ipam.api, first.ipaddr)  # idempotent
     await ipam.judged("pool", "Ready", allocated=2, allocatable=11)
-    again = await claim_address(ipam.api, subnet, OWNER)
+    again = await claim_address(ipam.api, subnet, ipam.owner)
     assert isinstance(again, Claimed) and again.address == "10.2.0.2"
 
 
@@ -181,8 +162,8 @@ async def test_exhausted_subnet(ipam: Ipam, controller: Manager) -> None:
     subnet = await ipam.judged("tiny", "Ready", capacity=3)
     hint = TakenHint()
     for _ in range(3):
-        assert isinstance(await claim_address(ipam.api, subnet, OWNER, hint=hint), Claimed)
-    out = await claim_address(ipam.api, subnet, OWNER, hint=hint)
+        assert isinstance(await claim_address(ipam.api, subnet, ipam.owner, hint=hint), Claimed)
+    out = await claim_address(ipam.api, subnet, ipam.owner, hint=hint)
     assert isinstance(out, NotClaimed) and out.exhausted
     assert out.message == "subnet tiny is exhausted: all 3 addresses are allocated"
     obj = await ipam.judged("tiny", "Exhausted", allocated=3, allocatable=0)
@@ -190,9 +171,9 @@ async def test_exhausted_subnet(ipam: Ipam, controller: Manager) -> None:
     assert ready_of(obj)["message"] == "all 3 addresses are allocated"
     # Still usable once an address comes back: the claimer's stale hint is
     # refreshed before it answers Exhausted.
-    stored = await list_ipaddrs(ipam.api, NS, subnet="tiny")
+    stored = await list_ipaddrs(ipam.api, ipam.ns, subnet="tiny")
     assert await release(ipam.api, stored[0])
-    back = await claim_address(ipam.api, await ipam.get("tiny"), OWNER, hint=hint)
+    back = await claim_address(ipam.api, await ipam.get("tiny"), ipam.owner, hint=hint)
     assert isinstance(back, Claimed) and back.address == stored[0]["spec"]["address"]
 
 
@@ -202,12 +183,12 @@ async def test_overlapping_subnet_is_rejected(ipam: Ipam, controller: Manager) -
     await ipam.subnet("younger", "10.4.7.0/24")
     obj = await ipam.judged("younger", "Overlapping", allocatable=0)
     cond = ready_of(obj)
-    assert cond["status"] == "False" and "default/older (10.4.0.0/16)" in cond["message"]
-    out = await claim_address(ipam.api, obj, OWNER)
+    assert cond["status"] == "False" and f"{ipam.ns}/older (10.4.0.0/16)" in cond["message"]
+    out = await claim_address(ipam.api, obj, ipam.owner)
     assert isinstance(out, NotClaimed) and out.reason == "Overlapping"
-    assert await list_ipaddrs(ipam.api, NS, subnet="younger") == []
+    assert await list_ipaddrs(ipam.api, ipam.ns, subnet="younger") == []
     # The older one going away frees the younger one.
-    await ipam.api.delete_namespaced_custom_object(GROUP, VERSION, NS, "subnets", "older")
+    await ipam.api.delete_namespaced_custom_object(GROUP, VERSION, ipam.ns, "subnets", "older")
     await ipam.judged("younger", "Ready", capacity=254)
 
 
@@ -217,5 +198,5 @@ async def test_gateway_outside_the_cidr(ipam: Ipam, controller: Manager) -> None
     cond = ready_of(obj)
     assert cond["status"] == "False"
     assert cond["message"] == "spec.gateway: 10.6.0.1 is outside the cidr 10.5.0.0/24"
-    out = await claim_address(ipam.api, obj, OWNER)
+    out = await claim_address(ipam.api, obj, ipam.owner)
     assert isinstance(out, NotClaimed) and out.reason == "InvalidSpec"

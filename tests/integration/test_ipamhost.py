@@ -6,7 +6,8 @@ confirmation.
 The controllers (with the Subnet controller, which validates the pools the
 claims need) run on the runtime over a kubernetes_asyncio client made from
 the server's kubeconfig. Every wait polls under a bound; nothing asserts on
-time.
+time. The tests share the module's API server, each in its own namespace
+(``tests.harness``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import textwrap
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient
 
 from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.ipam import subnet_controller
@@ -35,10 +37,14 @@ from racksmith.controllers.ipamhost import (
 )
 from racksmith.runtime import Manager, ObjectKey
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness import api
+from tests.harness.api import MERGE as MERGE_PATCH
+from tests.harness.controllers import managed
+from tests.harness.wait import eventually
 
-GROUP, VERSION, NS = "ipam.racksmith.io", "v1alpha1", "default"
-MERGE_PATCH: Any = {"_content_type": "application/merge-patch+json"}
-WAIT = 20.0  # upper bound of every wait; never an expectation
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+GROUP, VERSION = "ipam.racksmith.io", "v1alpha1"
 TIMINGS = IpamHostTimings(pending_retry=0.3)
 
 TWO_NICS = textwrap.dedent("""\
@@ -59,83 +65,42 @@ TWO_NICS = textwrap.dedent("""\
 LAYOUT = [{"subnetName": "mgmt"}, {"subnetName": "storage"}]
 
 
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
-
-
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, *, hosts: bool = True) -> AsyncIterator[Manager]:
     controllers = [subnet_controller(client, workers=2)]
     if hosts:
         controllers += [ipamhost_controller(client, workers=2, timings=TIMINGS),
                         l2template_controller(client, workers=1)]
-    manager = Manager(client, controllers, identity="ipamhost-test", shutdown_timeout=10)
-    task = asyncio.create_task(manager.run())
-    try:
-        async with asyncio.timeout(WAIT):
-            while not manager.ready:
-                assert not task.done(), task
-                await asyncio.sleep(0.02)
+    async with managed(client, controllers, identity="ipamhost-test") as manager:
         yield manager
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def controllers(client: ApiClient) -> AsyncIterator[Manager]:
     async with running(client) as manager:
         yield manager
 
 
-class World:
+class World(api.World):
     """Creates and reads the objects of one test."""
 
-    def __init__(self, client: ApiClient) -> None:
-        self.api = CustomObjectsApi(client)
-        self.core = CoreV1Api(client)
-
-    async def create(self, plural: str, name: str, spec: dict[str, Any], *,
-                     group: str = GROUP, kind: str = "", **meta: Any) -> dict[str, Any]:
+    async def make(self, plural: str, name: str, spec: dict[str, Any], *,
+                   group: str = GROUP, kind: str = "", **meta: Any) -> dict[str, Any]:
         body = {"apiVersion": f"{group}/{VERSION}", "kind": kind,
                 "metadata": {"name": name, **meta}, "spec": spec}
-        out: dict[str, Any] = await self.api.create_namespaced_custom_object(
-            group, VERSION, NS, plural, body)
-        return out
+        return await self.create(group, plural, body)
 
-    async def get(self, plural: str, name: str) -> dict[str, Any] | None:
-        try:
-            out: dict[str, Any] = await self.api.get_namespaced_custom_object(
-                GROUP, VERSION, NS, plural, name)
-        except Exception as exc:
-            if getattr(exc, "status", None) == 404:
-                return None
-            raise
-        return out
+    async def read(self, plural: str, name: str) -> dict[str, Any] | None:
+        return await self.get(GROUP, plural, name)
 
     async def subnet(self, name: str, cidr: str, gateway: str | None = None,
                      **spec: Any) -> None:
-        await self.create("subnets", name, {"cidr": cidr, **spec,
+        await self.make("subnets", name, {"cidr": cidr, **spec,
                                             **({"gateway": gateway} if gateway else {})},
                           kind="Subnet")
 
         async def judged() -> bool:
-            obj = await self.get("subnets", name)
+            obj = await self.read("subnets", name)
             conds = ((obj or {}).get("status") or {}).get("conditions") or []
             return any(c["type"] == "Ready" and c.get("observedGeneration") ==
                        obj["metadata"]["generation"] for c in conds)  # type: ignore[index]
@@ -143,7 +108,7 @@ class World:
 
     async def template(self, name: str, np: str = TWO_NICS, *,
                        labels: dict[str, str] | None = None, **spec: Any) -> None:
-        await self.create("l2templates", name, {
+        await self.make("l2templates", name, {
             "npTemplate": np, "l3Layout": LAYOUT, "autoIfMappingPrio": ["eno"], **spec},
             kind="L2Template", labels=labels or {})
 
@@ -154,13 +119,13 @@ class World:
         body: dict[str, Any] = {"nicMACmap": nic_map, "machineRef": {"name": name}, **spec}
         if template:
             body["l2TemplateRef"] = template
-        await self.create("ipamhosts", name, body, kind="IpamHost")
+        await self.make("ipamhosts", name, body, kind="IpamHost")
 
     async def host_in(self, name: str, state: str) -> dict[str, Any]:
         found: dict[str, Any] = {}
 
         async def check() -> bool:
-            obj = await self.get("ipamhosts", name)
+            obj = await self.read("ipamhosts", name)
             if obj and (obj.get("status") or {}).get("state") == state:
                 found.update(obj)
                 return True
@@ -170,22 +135,16 @@ class World:
 
     async def ipaddrs(self, host: str | None = None) -> list[dict[str, Any]]:
         sel = f"{IPAMHOST_LABEL}={host}" if host else ""
-        out = await self.api.list_namespaced_custom_object(GROUP, VERSION, NS, "ipaddrs",
-                                                           label_selector=sel)
-        return list(out["items"])
+        return await self.items(GROUP, "ipaddrs", label_selector=sel)
 
     async def allocatable(self, subnet: str) -> int | None:
-        obj = await self.get("subnets", subnet)
+        obj = await self.read("subnets", subnet)
         return ((obj or {}).get("status") or {}).get("allocatable")
-
-    async def events(self, name: str) -> list[Any]:
-        out = await self.core.list_namespaced_event(NS)
-        return [e for e in out.items if e.involved_object.name == name]
 
 
 @pytest.fixture
-def world(client: ApiClient) -> World:
-    return World(client)
+def world(client: ApiClient, ns: str) -> World:
+    return World(client, ns)
 
 
 def cond(obj: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -228,14 +187,14 @@ async def test_renders_netplan_with_own_macs_and_addresses(
     before = sorted((i["metadata"]["name"], i["metadata"]["uid"]) for i in ips)
     replica = IpamHostReconciler(client)
     for _ in range(3):
-        await replica.reconcile(ObjectKey(NS, "host-a"))
+        await replica.reconcile(ObjectKey(world.ns, "host-a"))
     assert sorted((i["metadata"]["name"], i["metadata"]["uid"])
                   for i in await world.ipaddrs()) == before
-    again = await world.get("ipamhosts", "host-a")
+    again = await world.read("ipamhosts", "host-a")
     assert again is not None and again["status"] == obj["status"]
 
     async def template_valid() -> bool:
-        tpl = await world.get("l2templates", "tpl")
+        tpl = await world.read("l2templates", "tpl")
         conds = {c["type"]: c for c in ((tpl or {}).get("status") or {}).get("conditions", [])}
         return conds.get("Valid", {}).get("status") == "True" and \
             conds.get("ChangeConfirmed", {}).get("status") == "True"
@@ -256,10 +215,10 @@ async def test_racing_hosts_never_share_an_address(client: ApiClient, world: Wor
                    for _ in range(2)]
         try:
             replicas = [IpamHostReconciler(c) for c in clients]
-            await asyncio.gather(*(r.reconcile(ObjectKey(NS, n))
+            await asyncio.gather(*(r.reconcile(ObjectKey(world.ns, n))
                                    for n in names for r in replicas))
             # Whatever a same-host race left behind converges on a re-reconcile.
-            await asyncio.gather(*(replicas[0].reconcile(ObjectKey(NS, n)) for n in names))
+            await asyncio.gather(*(replicas[0].reconcile(ObjectKey(world.ns, n)) for n in names))
         finally:
             for c in clients:
                 await c.close()
@@ -267,7 +226,7 @@ async def test_racing_hosts_never_share_an_address(client: ApiClient, world: Wor
     addresses = [i["spec"]["address"] for i in ips]
     assert len(addresses) == len(set(addresses)) == 2 * len(names)
     for name in names:
-        obj = await world.get("ipamhosts", name)
+        obj = await world.read("ipamhosts", name)
         assert obj is not None and obj["status"]["state"] == "OK"
         held = {i["metadata"]["name"] for i in ips
                 if i["metadata"]["labels"][IPAMHOST_LABEL] == name}
@@ -328,7 +287,7 @@ async def test_exhausted_subnet_is_pending_until_an_address_comes_back(
     assert [i["spec"]["subnetRef"]["name"] for i in held] == ["storage"]
     assert obj["status"]["ipAddresses"] == [held[0]["metadata"]["name"]]
 
-    await world.api.delete_namespaced_custom_object(GROUP, VERSION, NS, "ipamhosts", "host-1")
+    await world.delete(GROUP, "ipamhosts", "host-1")
     obj = await world.host_in("host-2", "OK")
     assert obj["status"]["netconfig"]["ethernets"]["eno1"]["addresses"] == ["10.10.0.2/29"]
     assert len(await world.ipaddrs("host-2")) == 2
@@ -347,24 +306,24 @@ async def test_deleting_the_ipamhost_releases_its_addresses(
     await eventually(used, "mgmt shows one address allocated")
     # A second finalizer keeps the host around, so the garbage collector
     # (which follows the IPaddrs' owner references) cannot be what frees them.
-    obj = await world.get("ipamhosts", "host-d")
+    obj = await world.read("ipamhosts", "host-d")
     assert obj is not None
     obj["metadata"]["finalizers"] = [*obj["metadata"]["finalizers"], "test/hold"]
-    await world.api.replace_namespaced_custom_object(GROUP, VERSION, NS, "ipamhosts",
-                                                     "host-d", obj)
-    await world.api.delete_namespaced_custom_object(GROUP, VERSION, NS, "ipamhosts", "host-d")
+    await world.custom.replace_namespaced_custom_object(GROUP, VERSION, world.ns, "ipamhosts",
+                                                        "host-d", obj)
+    await world.delete(GROUP, "ipamhosts", "host-d")
 
     async def finalized() -> bool:
-        o = await world.get("ipamhosts", "host-d")
+        o = await world.read("ipamhosts", "host-d")
         return o is not None and o["metadata"].get("finalizers") == ["test/hold"]
     await eventually(finalized, "the controller removes its finalizer")
     assert await world.ipaddrs() == []
-    await world.api.patch_namespaced_custom_object(
-        GROUP, VERSION, NS, "ipamhosts", "host-d", {"metadata": {"finalizers": None}},
+    await world.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, world.ns, "ipamhosts", "host-d", {"metadata": {"finalizers": None}},
         **MERGE_PATCH)
 
     async def gone() -> bool:
-        return await world.get("ipamhosts", "host-d") is None
+        return await world.read("ipamhosts", "host-d") is None
     await eventually(gone, "the IpamHost is gone (finalizer removed)")
     assert await world.ipaddrs() == []
 
@@ -383,51 +342,51 @@ async def test_template_change_waits_for_confirmation(
     old = await world.host_in("host-e", "OK")
     addresses = sorted(i["spec"]["address"] for i in await world.ipaddrs("host-e"))
 
-    tpl = await world.get("l2templates", "tpl")
+    tpl = await world.read("l2templates", "tpl")
     assert tpl is not None
     tpl["spec"]["npTemplate"] = TWO_NICS.replace("    set-name: {{ nic(1) }}\n",
                                                  "    set-name: {{ nic(1) }}\n"
                                                  "    mtu: 9000\n")
-    tpl = await world.api.replace_namespaced_custom_object(
-        GROUP, VERSION, NS, "l2templates", "tpl", tpl)
+    tpl = await world.custom.replace_namespaced_custom_object(
+        GROUP, VERSION, world.ns, "l2templates", "tpl", tpl)
     assert tpl["metadata"]["generation"] == 2
 
     async def held() -> bool:
-        obj = await world.get("ipamhosts", "host-e")
+        obj = await world.read("ipamhosts", "host-e")
         conds = {c["type"]: c for c in (obj or {}).get("status", {}).get("conditions", [])}
         return conds.get("TemplateChangePending", {}).get("status") == "True"
     await eventually(held, "host condition TemplateChangePending True")
-    obj = await world.get("ipamhosts", "host-e")
+    obj = await world.read("ipamhosts", "host-e")
     assert obj is not None
     assert obj["status"]["netconfig"] == old["status"]["netconfig"]
     assert obj["metadata"]["annotations"][RENDERED_GENERATION] == "1"
     assert 'confirm-generation: "2"' in cond(obj, "TemplateChangePending")["message"]
 
     async def unconfirmed() -> bool:
-        t = await world.get("l2templates", "tpl")
+        t = await world.read("l2templates", "tpl")
         conds = {c["type"]: c for c in (t or {}).get("status", {}).get("conditions", [])}
         c = conds.get("ChangeConfirmed", {})
         return c.get("status") == "False" and c.get("reason") == "ConfirmationRequired"
     await eventually(unconfirmed, "template ChangeConfirmed False")
-    t = await world.get("l2templates", "tpl")
+    t = await world.read("l2templates", "tpl")
     assert t is not None
     assert f'{CONFIRM_GENERATION}: "2"' in cond(t, "ChangeConfirmed")["message"]
     assert "host-e" in cond(t, "ChangeConfirmed")["message"]
 
     # A wrong confirmation (an old generation) changes nothing.
-    await world.api.patch_namespaced_custom_object(
-        GROUP, VERSION, NS, "l2templates", "tpl",
+    await world.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, world.ns, "l2templates", "tpl",
         {"metadata": {"annotations": {CONFIRM_GENERATION: "1"}}}, **MERGE_PATCH)
     await asyncio.sleep(0.3)
-    obj = await world.get("ipamhosts", "host-e")
+    obj = await world.read("ipamhosts", "host-e")
     assert obj is not None and obj["metadata"]["annotations"][RENDERED_GENERATION] == "1"
 
-    await world.api.patch_namespaced_custom_object(
-        GROUP, VERSION, NS, "l2templates", "tpl",
+    await world.custom.patch_namespaced_custom_object(
+        GROUP, VERSION, world.ns, "l2templates", "tpl",
         {"metadata": {"annotations": {CONFIRM_GENERATION: "2"}}}, **MERGE_PATCH)
 
     async def rerendered() -> bool:
-        o = await world.get("ipamhosts", "host-e") or {}
+        o = await world.read("ipamhosts", "host-e") or {}
         eno2 = ((o.get("status") or {}).get("netconfig") or {}).get("ethernets", {}).get("eno2")
         return (eno2 or {}).get("mtu") == 9000
     await eventually(rerendered, "host re-rendered from generation 2")
@@ -437,7 +396,7 @@ async def test_template_change_waits_for_confirmation(
     assert sorted(i["spec"]["address"] for i in await world.ipaddrs("host-e")) == addresses
 
     async def confirmed() -> bool:
-        t = await world.get("l2templates", "tpl")
+        t = await world.read("l2templates", "tpl")
         conds = {c["type"]: c for c in (t or {}).get("status", {}).get("conditions", [])}
         return conds.get("ChangeConfirmed", {}).get("status") == "True"
     await eventually(confirmed, "template ChangeConfirmed True")
@@ -448,9 +407,9 @@ async def test_machine_selector_and_cluster_vip(world: World, controllers: Manag
     np = TWO_NICS + "    routes: [{to: '{{ cluster_api_lb_ip() }}/32', via: 10.20.0.254}]\n"
     await world.template("picked", np, labels={"rack": "r1"})
     await world.template("fallback", default=True)
-    await world.create("clusters", "c1", {"release": "r", "apiServer": {"vip": "10.10.0.100"}},
+    await world.make("clusters", "c1", {"release": "r", "apiServer": {"vip": "10.10.0.100"}},
                        group="cluster.racksmith.io", kind="Cluster")
-    await world.create("machines", "m-1", {"clusterName": "c1",
+    await world.make("machines", "m-1", {"clusterName": "c1",
                                            "l2TemplateSelector": {"matchLabels": {"rack": "r1"}}},
                        group="cluster.racksmith.io", kind="Machine")
     await world.host("m-1", template=None)
@@ -459,7 +418,7 @@ async def test_machine_selector_and_cluster_vip(world: World, controllers: Manag
     assert obj["status"]["netconfig"]["ethernets"]["eno2"]["routes"] == [
         {"to": "10.10.0.100/32", "via": "10.20.0.254"}]
     # No selector: the default template.
-    await world.create("machines", "m-2", {"clusterName": "c1"},
+    await world.make("machines", "m-2", {"clusterName": "c1"},
                        group="cluster.racksmith.io", kind="Machine")
     await world.host("m-2", template=None)
     obj = await world.host_in("m-2", "OK")
@@ -481,13 +440,13 @@ async def test_killed_after_claiming_converges_without_double_allocation(
         await world.template("tpl")
         await world.host("host-k")
         with pytest.raises(RuntimeError, match="killed"):
-            await _KilledAfterClaims(client).reconcile(ObjectKey(NS, "host-k"))
+            await _KilledAfterClaims(client).reconcile(ObjectKey(world.ns, "host-k"))
         claimed = sorted(i["metadata"]["name"] for i in await world.ipaddrs("host-k"))
         assert len(claimed) == 2
-        obj = await world.get("ipamhosts", "host-k")
+        obj = await world.read("ipamhosts", "host-k")
         assert obj is not None and "status" not in obj
-        await IpamHostReconciler(client).reconcile(ObjectKey(NS, "host-k"))
-    obj = await world.get("ipamhosts", "host-k")
+        await IpamHostReconciler(client).reconcile(ObjectKey(world.ns, "host-k"))
+    obj = await world.read("ipamhosts", "host-k")
     assert obj is not None and obj["status"]["state"] == "OK"
     assert sorted(obj["status"]["ipAddresses"]) == claimed
     assert sorted(i["metadata"]["name"] for i in await world.ipaddrs()) == claimed

@@ -1,8 +1,9 @@
 """The genuine kubectl builds 1.27, 1.30 and 1.33 against a real server process.
 
 One server (``racksmith apiserver`` over TLS with a token, started and
-stopped by PID here) serves every version; each version works in its own
-namespace so the runs do not see each other's objects.
+stopped by PID: the harness's ``server_process``) serves every version;
+each version works in its own namespace so the runs do not see each other's
+objects.
 """
 
 from __future__ import annotations
@@ -11,24 +12,14 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.kubectl_fixtures import WIDGET_CRD, widget
-from tests.serverproc import ServerProc, kubectl_path, start_server
+from tests.harness.manifests import WIDGET_CRD, widget
+from tests.harness.process import ServerProc, kubectl_path
 
 VERSIONS = [27, 30, 33]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc]:
-    proc = start_server(tmp_path_factory.mktemp("kubectl-server"), command="apiserver")
-    try:
-        yield proc
-    finally:
-        proc.kill()
 
 
 class Kubectl:
@@ -63,9 +54,9 @@ class Kubectl:
 
 
 @pytest.fixture(params=VERSIONS, ids=[f"kubectl-1.{v}" for v in VERSIONS])
-def kubectl(request: pytest.FixtureRequest, server: ServerProc,
+def kubectl(request: pytest.FixtureRequest, server_process: ServerProc,
             tmp_path: Path) -> Kubectl:
-    k = Kubectl(request.param, server, tmp_path)
+    k = Kubectl(request.param, server_process, tmp_path)
     k.apply(WIDGET_CRD)
     ns = f"ns{request.param}"
     if k.run("get", "namespace", ns, check=False).returncode != 0:

@@ -5,7 +5,10 @@ provisioner, so hosts really go available → provisioned → deprovisioning →
 available. The parts written elsewhere are played by the test itself: it
 renders the IpamHost (status OK with a netconfig), reports the LCMMachine
 Ready as the host agent would, and registers the Node with a Ready
-condition as a kubelet would. Every wait polls under a bound.
+condition as a kubelet would. Every wait polls under a bound. The tests
+share the module's API server, each in its own namespace; what a test made,
+the agent Secret, releases and Nodes included, is deleted after it
+(``tests.harness``).
 """
 
 from __future__ import annotations
@@ -14,35 +17,31 @@ import asyncio
 import base64
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 import yaml
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
+from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.apiserver.server import ApiServer
-from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
 from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.machine import FINALIZER, MachineTimings, machine_controller
 from racksmith.provisioner.fixture import FixtureProvisioner
-from racksmith.runtime import Manager
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness import api
+from tests.harness.api import optional
+from tests.harness.baremetal import bmh_controller, fixture_provisioner
+from tests.harness.controllers import managed
+from tests.harness.wait import eventually
 
-NS = "default"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 METAL, CLUSTER, IPAM, LCM = ("metal.racksmith.io", "cluster.racksmith.io", "ipam.racksmith.io",
                              "lcm.racksmith.io")
 V = "v1alpha1"
-WAIT = 30.0  # upper bound of every wait; never an expectation
 TOKEN = "agent-t0ken-d0-not-leak"
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 IMAGE = {"url": "http://images.example/os.qcow2", "checksum": "abc", "checksumType": "sha256"}
-SETTINGS = BareMetalHostSettings(
-    poll_floor=0.01, poll_default=0.02, steady_poll=1.0, error_backoff_base=0.02,
-    error_backoff_cap=0.2, backend_retry_base=0.02, backend_retry_cap=0.2, jitter=0.0,
-    calls_per_minute=100_000,
-)
 TIMINGS = MachineTimings(retry_missing=0.2, retry_no_host=0.5, retry_drain=0.2,
                          retry_terminating=0.2, resync=1.0)
 NETCONFIG = {"version": 2, "ethernets": {
@@ -53,48 +52,12 @@ NETCONFIG = {"version": 2, "ethernets": {
 ROLE = "node-role.kubernetes.io/"
 
 
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
-
-
 def b64(data: bytes | str) -> str:
     return base64.b64encode(data.encode() if isinstance(data, str) else data).decode()
 
 
-class World:
+class World(api.World):
     """The test's view of the API, and the parts it plays (IPAM, agent, kubelet)."""
-
-    def __init__(self, client: ApiClient) -> None:
-        self.custom = CustomObjectsApi(client)
-        self.core = CoreV1Api(client)
-        self.policy = PolicyV1Api(client)
-
-    async def get(self, group: str, plural: str, name: str,
-                  namespace: str | None = NS) -> dict[str, Any] | None:
-        try:
-            if namespace is None:
-                obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
-                    group, V, plural, name)
-            else:
-                obj = await self.custom.get_namespaced_custom_object(
-                    group, V, namespace, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
-
-    async def create(self, group: str, plural: str, body: dict[str, Any],
-                     namespace: str | None = NS) -> None:
-        if namespace is None:
-            await self.custom.create_cluster_custom_object(group, V, plural, body)
-        else:
-            await self.custom.create_namespaced_custom_object(group, V, namespace, plural, body)
 
     async def machine(self, name: str, roles: list[str], rack: str) -> None:
         await self.create(CLUSTER, "machines", {
@@ -128,37 +91,6 @@ class World:
             return await self.host_state(name) == state
         await eventually(check, f"host {name} {state}")
 
-    async def exists(self, what: str, fetch: Callable[[], Awaitable[Any]]) -> Any:
-        found: list[Any] = []
-
-        async def check() -> bool:
-            obj = await fetch()
-            if obj is not None:
-                found.append(obj)
-            return obj is not None
-        await eventually(check, f"{what} exists")
-        return found[-1]
-
-    async def gone(self, what: str, fetch: Callable[[], Awaitable[Any]]) -> None:
-        async def check() -> bool:
-            return await fetch() is None
-        await eventually(check, f"{what} gone")
-
-    async def put_status(self, group: str, plural: str, name: str,
-                         status: dict[str, Any]) -> None:
-        for _ in range(50):
-            obj = await self.get(group, plural, name)
-            assert obj is not None
-            obj["status"] = status
-            try:
-                await self.custom.replace_namespaced_custom_object_status(
-                    group, V, NS, plural, name, obj)
-                return
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-        raise AssertionError(f"status of {plural}/{name} kept conflicting")
-
     # --- the parts played by the test -----------------------------------------
 
     async def render_network(self, machine: str) -> None:
@@ -186,64 +118,21 @@ class World:
                                  "effect": "NoSchedule"}]},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
 
-    async def node(self, name: str) -> dict[str, Any] | None:
-        try:
-            node = await self.core.read_node(name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: dict[str, Any] = self.core.api_client.sanitize_for_serialization(node)
-        return out
-
     async def pod(self, name: str) -> Any:
-        try:
-            return await self.core.read_namespaced_pod(name, NS)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    async def events(self, name: str) -> list[Any]:
-        out = await self.core.list_namespaced_event(NS)
-        return [e for e in out.items if e.involved_object.name == name]
-
-    async def has_event(self, name: str, reason: str) -> None:
-        async def check() -> bool:
-            return reason in {e.reason for e in await self.events(name)}
-        await eventually(check, f"event {reason} about {name}")
-
-
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
+        return await optional(self.core.read_namespaced_pod(name, self.ns))
 
 
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, backend: FixtureProvisioner | None = None
                   ) -> AsyncIterator[None]:
-    backend = backend if backend is not None else FixtureProvisioner(poll=0.01)
+    backend = backend if backend is not None else fixture_provisioner()
     controllers = [
-        baremetalhost_controller(client, backend, settings=SETTINGS, workers=2),
+        bmh_controller(client, backend),
         machine_controller(client, workers=2, timings=TIMINGS),
         cluster_controller(client),
     ]
-    manager = Manager(client, controllers, identity="machine-test", shutdown_timeout=10)
-    task = asyncio.create_task(manager.run())
-    try:
-        async with asyncio.timeout(WAIT):
-            while not manager.ready:
-                assert not task.done(), task
-                await asyncio.sleep(0.02)
+    async with managed(client, controllers, identity="machine-test"):
         yield
-    finally:
-        async with asyncio.timeout(WAIT):
-            await manager.stop()
-            await task
 
 
 async def setup(world: World, hosts: dict[str, str]) -> None:
@@ -269,7 +158,7 @@ async def setup(world: World, hosts: dict[str, str]) -> None:
         "spec": {"release": "rel-1", "networks": {"controlPlaneCIDRs": ["10.10.0.0/24"],
                                                   "workloadPlaneCIDRs": ["10.20.0.0/24"]}}})
     for name, rack in hosts.items():
-        await world.core.create_namespaced_secret(NS, {
+        await world.core.create_namespaced_secret(world.ns, {
             "apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-bmc"},
             "data": {"username": b64("admin"), "password": b64("pw")}})
         await world.create(METAL, "baremetalhosts", {
@@ -297,8 +186,8 @@ async def deploy(world: World, machine: str) -> None:
     await world.in_phase(machine, "Ready")
 
 
-async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
-    world = World(client)
+async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     async with running(client):
         await setup(world, {"h1": "a", "h2": "b"})
         await world.machine("master-1", ["master", "etcd"], "a")
@@ -321,7 +210,7 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
         assert host is not None
         assert host["spec"]["consumerRef"] == {
             "apiVersion": f"{CLUSTER}/{V}", "kind": "Machine", "name": "master-1",
-            "namespace": NS, "uid": machine["metadata"]["uid"]}
+            "namespace": ns, "uid": machine["metadata"]["uid"]}
 
         # Provisioning: image, user data, power.
         await world.render_network("master-1")
@@ -332,14 +221,14 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
         assert host["spec"]["image"] == IMAGE
         assert host["spec"]["userData"]["name"] == "master-1-user-data"
         assert host["spec"]["online"] is True
-        secret = await world.core.read_namespaced_secret("master-1-user-data", NS)
+        secret = await world.core.read_namespaced_secret("master-1-user-data", ns)
         text = base64.b64decode(secret.data["userData"]).decode()
         assert text.startswith("#cloud-config\n")
         cloud = yaml.safe_load(text)
         config = yaml.safe_load(cloud["write_files"][0]["content"])
         assert config == {"server": "https://127.0.0.1:6443",
                           "certificateAuthorityData": b64(CA_PEM), "token": TOKEN,
-                          "namespace": NS, "lcmMachine": "master-1", "nodeName": "master-1"}
+                          "namespace": ns, "lcmMachine": "master-1", "nodeName": "master-1"}
         assert cloud["runcmd"] == [["racksmith", "agent", "--config",
                                     "/etc/racksmith/agent.yaml"]]
         lcm = await world.get(LCM, "lcmmachines", "master-1")
@@ -392,24 +281,23 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
         assert ready is not None and ready["status"] == "True"
 
         # Deleting the worker: cordon, drain (a PDB refuses first), release.
-        await world.core.create_namespaced_pod(NS, {
+        await world.core.create_namespaced_pod(ns, {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web", "labels": {"app": "web"}},
             "spec": {"nodeName": "worker-1", "containers": [{"name": "c", "image": "nginx"}]},
             "status": {"phase": "Running", "conditions": [{"type": "Ready",
                                                            "status": "True"}]}})
-        await world.core.create_namespaced_pod(NS, {
+        await world.core.create_namespaced_pod(ns, {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "agent-x", "ownerReferences": [{
                 "apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
                 "uid": "ds-uid"}]},
             "spec": {"nodeName": "worker-1", "containers": [{"name": "c", "image": "a"}]}})
-        await world.policy.create_namespaced_pod_disruption_budget(NS, {
+        await world.policy.create_namespaced_pod_disruption_budget(ns, {
             "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": "web"},
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
-        await world.custom.delete_namespaced_custom_object(CLUSTER, V, NS, "machines",
-                                                           "worker-1")
+        await world.delete(CLUSTER, "machines", "worker-1")
         await world.in_phase("worker-1", "Deleting")
 
         async def refused() -> bool:
@@ -425,9 +313,9 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
         await world.has_event("worker-1", "EvictionRefused")
 
         # The budget goes; the next attempt evicts (nudged instead of waiting 10 s).
-        await world.policy.delete_namespaced_pod_disruption_budget("web", NS)
+        await world.policy.delete_namespaced_pod_disruption_budget("web", ns)
         await world.custom.patch_namespaced_custom_object(
-            CLUSTER, V, NS, "machines", "worker-1",
+            CLUSTER, V, ns, "machines", "worker-1",
             {"metadata": {"annotations": {"test/nudge": "1"}}},
             _content_type="application/merge-patch+json")
         await world.gone("pod web", lambda: world.pod("web"))
@@ -444,7 +332,7 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
         assert host["spec"]["online"] is False
         assert await world.get(IPAM, "ipamhosts", "worker-1") is None
         with pytest.raises(ApiException) as err:
-            await world.core.read_namespaced_secret("worker-1-user-data", NS)
+            await world.core.read_namespaced_secret("worker-1-user-data", ns)
         assert err.value.status == 404
         await eventually(lambda: counts(1, 1, "rel-1"), "cluster 1/1")
 
@@ -454,8 +342,8 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient) -> None:
                  [e.to_dict() for e in await world.events("worker-1")])
 
 
-async def test_two_machines_one_host_and_no_match(client: ApiClient) -> None:
-    world = World(client)
+async def test_two_machines_one_host_and_no_match(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     async with running(client):
         await setup(world, {"h1": "a"})
         await world.machine("m-a", ["node"], "a")
@@ -505,11 +393,11 @@ async def test_two_machines_one_host_and_no_match(client: ApiClient) -> None:
         assert found is not None and found["status"] == "True"
 
 
-async def test_a_restart_repeats_nothing(client: ApiClient) -> None:
+async def test_a_restart_repeats_nothing(client: ApiClient, ns: str) -> None:
     """Controllers stopped while the host provisions and started again (new
     processes would start from the same API state): still one host, one deploy."""
-    world = World(client)
-    backend = FixtureProvisioner(poll=0.01, steps={"provision": 30})
+    world = World(client, ns)
+    backend = fixture_provisioner(steps={"provision": 30})
     async with running(client, backend):
         await setup(world, {"h1": "a", "h2": "a"})
         await world.machine("m", ["node"], "a")
@@ -526,11 +414,12 @@ async def test_a_restart_repeats_nothing(client: ApiClient) -> None:
     assert len(claims) == 1
 
 
-async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiClient) -> None:
+async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiClient,
+                                                                    ns: str) -> None:
     """The release pin: a Cluster release change moves no deployed machine;
     the Machine annotation ``lcm.racksmith.io/release`` does; a new machine
     joins at the cluster's release."""
-    world = World(client)
+    world = World(client, ns)
     async with running(client):
         await setup(world, {"h1": "a", "h2": "a"})
         rel1 = await world.get(CLUSTER, "clusterreleases", "rel-1", namespace=None)
@@ -552,7 +441,7 @@ async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiC
         generation = lcm["metadata"]["generation"]
 
         patch: Any = world.custom.patch_namespaced_custom_object  # _content_type is untyped
-        await patch(CLUSTER, V, NS, "clusters", "demo", {"spec": {"release": "rel-2"}},
+        await patch(CLUSTER, V, ns, "clusters", "demo", {"spec": {"release": "rel-2"}},
                     _content_type="application/merge-patch+json")
         # A new machine joins at the cluster's (new) release ...
         await world.machine("new", ["node"], "a")
@@ -569,7 +458,7 @@ async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiC
         assert await world.phase("old") == "Ready"
 
         # A pin to a release that does not exist: ReleaseFound False naming it.
-        await patch(CLUSTER, V, NS, "machines", "old",
+        await patch(CLUSTER, V, ns, "machines", "old",
                     {"metadata": {"annotations": {"lcm.racksmith.io/release": "rel-9"}}},
                     _content_type="application/merge-patch+json")
 
@@ -580,7 +469,7 @@ async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiC
         await eventually(missing, "ReleaseFound False naming rel-9")
 
         # The pin to rel-2: the LCMMachine re-renders; the agent deploys it.
-        await patch(CLUSTER, V, NS, "machines", "old",
+        await patch(CLUSTER, V, ns, "machines", "old",
                     {"metadata": {"annotations": {"lcm.racksmith.io/release": "rel-2"}}},
                     _content_type="application/merge-patch+json")
 

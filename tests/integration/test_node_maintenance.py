@@ -4,22 +4,21 @@ The objects of one node's maintenance are made by hand. No controller runs:
 the test plays the Machine controller (rendering the LCMMachine), the agent
 (its report), the kubelet (Ready, boot ID) and the BareMetalHost controller
 (consuming the reboot annotation) by writing annotations and status itself.
-The helpers here are shared with ``test_graceful_reboot``.
+The helpers here are shared with ``test_graceful_reboot``. The tests share
+the module's API server, each in its own namespace; what a test made,
+cluster-scoped Nodes, requests and locks included, is deleted after it
+(``tests.harness``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
-from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.client import ApiClient
 
-from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.maintenance import NodeMaintenance
 from racksmith.kinds.maintenance import MaintenanceScope
 from racksmith.planners.maintenance import (
@@ -30,13 +29,16 @@ from racksmith.planners.maintenance import (
     RebootPolicy,
 )
 from racksmith.runtime.clock import SystemClock
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness import api
+from tests.harness.api import MERGE
+from tests.harness.wait import eventually
 
-NS = "default"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 V = "v1alpha1"
 CLUSTER, LCM, METAL = "cluster.racksmith.io", "lcm.racksmith.io", "metal.racksmith.io"
-WAIT = 30.0  # upper bound of every wait; never an expectation
-MERGE: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
+OWNER = "plan.default.demo-rel-2"
+ANN = "lcm.racksmith.io/"
 # A refused eviction is tried again soon; the other waits stay the defaults (the full
 # flow asserts the lock retry and moves its clock past the reboot retry).
 FAST_EVICTIONS = MaintenanceTimings(eviction_backoff_base=0.1, eviction_backoff_cap=0.2)
@@ -52,15 +54,6 @@ class ShiftClock(SystemClock):
         return super().wall() + self.offset
 
 
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
-
-
 def node_info(boot_id: str) -> dict[str, str]:
     """A node's system info as a kubelet reports it (every field the clients require)."""
     return {"architecture": "amd64", "operatingSystem": "linux", "osImage": "test",
@@ -69,71 +62,17 @@ def node_info(boot_id: str) -> dict[str, str]:
             "systemUUID": "u", "bootID": boot_id}
 
 
-class World:
+class World(api.World):
     """The test's view of the API and the parts it plays."""
 
-    def __init__(self, client: ApiClient) -> None:
-        self.custom = CustomObjectsApi(client)
-        self.core = CoreV1Api(client)
-        self.policy = PolicyV1Api(client)
-
-    def plain(self, obj: Any) -> dict[str, Any]:
-        out: dict[str, Any] = self.core.api_client.sanitize_for_serialization(obj)
-        return out
-
-    async def get(self, group: str, plural: str, name: str, namespace: str | None = NS
-                  ) -> dict[str, Any] | None:
-        try:
-            if namespace is None:
-                obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
-                    group, V, plural, name)
-            else:
-                obj = await self.custom.get_namespaced_custom_object(
-                    group, V, namespace, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
-
-    async def create(self, group: str, plural: str, kind: str, name: str,
-                     spec: dict[str, Any], namespace: str | None = NS,
-                     labels: dict[str, str] | None = None,
-                     annotations: dict[str, str] | None = None) -> None:
+    async def make(self, group: str, plural: str, kind: str, name: str,
+                   spec: dict[str, Any], namespace: str | None = "",
+                   labels: dict[str, str] | None = None,
+                   annotations: dict[str, str] | None = None) -> None:
         meta: dict[str, Any] = {"name": name, "labels": labels or {},
                                 "annotations": annotations or {}}
         body = {"apiVersion": f"{group}/{V}", "kind": kind, "metadata": meta, "spec": spec}
-        if namespace is None:
-            await self.custom.create_cluster_custom_object(group, V, plural, body)
-        else:
-            await self.custom.create_namespaced_custom_object(group, V, namespace, plural, body)
-
-    async def patch(self, group: str, plural: str, name: str, body: dict[str, Any],
-                    namespace: str | None = NS) -> None:
-        if namespace is None:
-            await self.custom.patch_cluster_custom_object(group, V, plural, name, body, **MERGE)
-        else:
-            await self.custom.patch_namespaced_custom_object(
-                group, V, namespace, plural, name, body, **MERGE)
-
-    async def put_status(self, group: str, plural: str, name: str, status: dict[str, Any],
-                         namespace: str | None = NS) -> None:
-        for _ in range(50):
-            obj = await self.get(group, plural, name, namespace)
-            assert obj is not None
-            obj["status"] = status
-            try:
-                if namespace is None:
-                    await self.custom.replace_cluster_custom_object_status(
-                        group, V, plural, name, obj)
-                else:
-                    await self.custom.replace_namespaced_custom_object_status(
-                        group, V, namespace, plural, name, obj)
-                return
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-        raise AssertionError(f"status of {plural}/{name} kept conflicting")
+        await self.create(group, plural, body, namespace)
 
     # --- a machine with its objects ----------------------------------------------------
 
@@ -144,14 +83,14 @@ class World:
         spec: dict[str, Any] = {"clusterName": "demo", "roles": roles or ["node"]}
         if upgrade_index is not None:
             spec["upgradeIndex"] = upgrade_index
-        await self.create(CLUSTER, "machines", "Machine", name, spec)
+        await self.make(CLUSTER, "machines", "Machine", name, spec)
         await self.put_status(CLUSTER, "machines", name, {
-            "phase": "Ready", "hostRef": {"name": host, "namespace": NS}, "release": release})
-        await self.create(METAL, "baremetalhosts", "BareMetalHost", host, {
+            "phase": "Ready", "hostRef": {"name": host, "namespace": self.ns}, "release": release})
+        await self.make(METAL, "baremetalhosts", "BareMetalHost", host, {
             "bmc": {"address": f"redfish://bmc-{host}.example/redfish/v1/Systems/1",
                     "credentialsName": f"{host}-bmc"},
             "bootMACAddress": "52:54:00:00:00:01"})
-        await self.create(LCM, "lcmmachines", "LCMMachine", name, {
+        await self.make(LCM, "lcmmachines", "LCMMachine", name, {
             "machineRef": {"name": name}, "clusterName": "demo", "release": release})
         await self.agent(name, release)
         resp = await self.core.create_node({
@@ -177,17 +116,6 @@ class World:
     async def render(self, machine: str, release: str) -> None:
         """The Machine controller's part: the LCMMachine renders ``release``."""
         await self.patch(LCM, "lcmmachines", machine, {"spec": {"release": release}})
-
-    async def node(self, name: str) -> dict[str, Any] | None:
-        try:
-            resp = await self.core.read_node(name, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: dict[str, Any] = json.loads(await resp.read())
-        resp.release()
-        return out
 
     async def patch_node(self, name: str, body: dict[str, Any]) -> None:
         resp = await self.core.patch_node(name, body, _preload_content=False, **MERGE)
@@ -224,18 +152,18 @@ class World:
         if daemonset:
             meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
                                         "name": "agent", "uid": "ds-uid"}]
-        await self.core.create_namespaced_pod(NS, {
+        await self.core.create_namespaced_pod(self.ns, {
             "apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"nodeName": node, "containers": [{"name": "c", "image": "img"}]},
             "status": {"phase": "Running",
                        "conditions": [{"type": "Ready", "status": "True"}]}})
 
     async def pods_on(self, node: str) -> set[str]:
-        out = await self.core.list_namespaced_pod(NS)
+        out = await self.core.list_namespaced_pod(self.ns)
         return {p.metadata.name for p in out.items if p.spec.node_name == node}
 
     async def pdb(self, name: str, labels: dict[str, str], min_available: int) -> None:
-        await self.policy.create_namespaced_pod_disruption_budget(NS, {
+        await self.policy.create_namespaced_pod_disruption_budget(self.ns, {
             "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name},
             "spec": {"minAvailable": min_available, "selector": {"matchLabels": labels}}})
@@ -243,7 +171,7 @@ class World:
     async def lock(self, name: str, node: str, state: str, *, error: str | None = None,
                    percentage: int | None = None) -> None:
         if await self.get(LCM, "nodeworkloadlocks", name, None) is None:
-            await self.create(LCM, "nodeworkloadlocks", "NodeWorkloadLock", name,
+            await self.make(LCM, "nodeworkloadlocks", "NodeWorkloadLock", name,
                               {"controllerName": "ctrl", "nodeName": node}, None)
         status: dict[str, Any] = {"state": state}
         if error is not None:
@@ -253,27 +181,16 @@ class World:
                                               "description": "moving instances"}
         await self.put_status(LCM, "nodeworkloadlocks", name, status, None)
 
+    def job(self, machine: str = "m1", *, owner: str = OWNER, release: str | None = "rel-2",
+            reboot: RebootPolicy = RebootPolicy.IF_REQUIRED, drain_timeout: float = 0.3,
+            scope: MaintenanceScope = MaintenanceScope.OS) -> NodeJob:
+        """A node job of cluster ``demo`` in the test's namespace."""
+        return NodeJob(namespace=self.ns, machine=machine, owner=owner, cluster="demo",
+                       scope=scope, release=release, reboot=reboot,
+                       drain_timeout=drain_timeout)
+
 
 # --- the tests ---------------------------------------------------------------------------
-
-OWNER = "plan.default.demo-rel-2"
-ANN = "lcm.racksmith.io/"
-
-
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
-def job(machine: str = "m1", *, owner: str = OWNER, release: str | None = "rel-2",
-        reboot: RebootPolicy = RebootPolicy.IF_REQUIRED, drain_timeout: float = 0.3,
-        scope: MaintenanceScope = MaintenanceScope.OS) -> NodeJob:
-    return NodeJob(namespace=NS, machine=machine, owner=owner, cluster="demo", scope=scope,
-                   release=release, reboot=reboot, drain_timeout=drain_timeout)
 
 
 async def until(flow: NodeMaintenance, j: NodeJob, *states: NodeState) -> NodeProgress:
@@ -293,8 +210,8 @@ async def until(flow: NodeMaintenance, j: NodeJob, *states: NodeState) -> NodePr
     return seen[-1]
 
 
-async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> None:
-    world = World(client)
+async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     clock = ShiftClock()
     await world.machine("m1", "h1")
     await world.machine("m2", "h2")
@@ -305,7 +222,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> N
     await world.pdb("web", {"app": "web"}, 2)
     await world.lock("ctrl.m1", "m1", "active", percentage=40)
     flow = NodeMaintenance(client, clock=clock, timings=FAST_EVICTIONS)
-    j = job()
+    j = world.job()
 
     # Requested, then held by the active lock.
     p = await flow.advance(j)
@@ -316,13 +233,13 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> N
     assert nmr["metadata"]["labels"] == {f"{ANN}owner": OWNER,
                                          "cluster.racksmith.io/cluster": "demo",
                                          "cluster.racksmith.io/machine": "m1"}
-    assert nmr["metadata"]["annotations"] == {f"{ANN}namespace": NS}
+    assert nmr["metadata"]["annotations"] == {f"{ANN}namespace": ns}
     assert nmr["spec"] == {"nodeName": "m1", "scope": "os", "release": "rel-2"}
     node = await world.node("m1")
     assert node is not None and not (node.get("spec") or {}).get("unschedulable")
 
     # Another owner waits.
-    other = await flow.advance(job(owner="reboot.default.demo"))
+    other = await flow.advance(world.job(owner="reboot.default.demo"))
     assert other.state == NodeState.WAITING_FOR_OTHER
     assert other.message == f"node in maintenance by {OWNER}"
 
@@ -347,11 +264,11 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> N
     p = await flow.advance(j)
     assert p.state == NodeState.BLOCKED
     assert p.message.startswith(
-        "drain blocked: pod default/web-1 is protected by PodDisruptionBudget default/web (")
+        f"drain blocked: pod {ns}/web-1 is protected by PodDisruptionBudget {ns}/web (")
     assert "needs 2 healthy pods" in p.message
 
     # The budget goes; the drain ends (DaemonSet pod stays); the release is set.
-    await world.policy.delete_namespaced_pod_disruption_budget("web", NS)
+    await world.policy.delete_namespaced_pod_disruption_budget("web", ns)
     p = await until(flow, j, NodeState.APPLYING)
     assert await world.pods_on("m1") == {"ds-1"}
     machine = await world.get(CLUSTER, "machines", "m1")
@@ -428,13 +345,13 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient) -> N
     await flow.finish(j)  # idempotent
 
 
-async def test_was_unschedulable_is_never_uncordoned(client: ApiClient) -> None:
-    world = World(client)
+async def test_was_unschedulable_is_never_uncordoned(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.machine("m1", "h1")
     await world.patch_node("m1", {"spec": {"unschedulable": True}})
     await world.pod("plain", "m1")
     flow = NodeMaintenance(client)
-    j = job(release=None, reboot=RebootPolicy.NEVER, scope=MaintenanceScope.DRAIN)
+    j = world.job(release=None, reboot=RebootPolicy.NEVER, scope=MaintenanceScope.DRAIN)
     p = await flow.advance(j)
     assert p.state == NodeState.READY_TO_FINISH
     nmr = await world.nmr("m1")
@@ -451,11 +368,11 @@ async def test_was_unschedulable_is_never_uncordoned(client: ApiClient) -> None:
     assert node is not None and (node.get("spec") or {}).get("unschedulable") is True
 
 
-async def test_reboot_always_without_release(client: ApiClient) -> None:
-    world = World(client)
+async def test_reboot_always_without_release(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.machine("m1", "h1")
     flow = NodeMaintenance(client)
-    j = job(release=None, reboot=RebootPolicy.ALWAYS, owner="reboot.default.demo")
+    j = world.job(release=None, reboot=RebootPolicy.ALWAYS, owner="reboot.default.demo")
     p = await flow.advance(j)
     assert p.state == NodeState.REBOOTING
     assert "reboot.metal.racksmith.io/lcm" in await world.bmh_annotations("h1")
@@ -467,8 +384,8 @@ async def test_reboot_always_without_release(client: ApiClient) -> None:
     assert (await flow.advance(j)).state == NodeState.READY_TO_FINISH
 
 
-async def test_sweep(client: ApiClient) -> None:
-    world = World(client)
+async def test_sweep(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.machine("m1", "h1")
     await world.machine("m2", "h2")
     await world.machine("m3", "h3")
@@ -478,20 +395,20 @@ async def test_sweep(client: ApiClient) -> None:
     # m2: in maintenance by an owner that is gone.
     gone = "plan.default.gone"
     flow = NodeMaintenance(client)
-    p = await flow.advance(job("m2", owner=gone, release=None, reboot=RebootPolicy.ALWAYS))
+    p = await flow.advance(world.job("m2", owner=gone, release=None, reboot=RebootPolicy.ALWAYS))
     assert p.state == NodeState.REBOOTING
     node = await world.node("m2")
     assert node is not None and (node.get("spec") or {}).get("unschedulable") is True
     # m3: in maintenance by a live owner: untouched.
     alive = "reboot.default.demo"
-    p = await flow.advance(job("m3", owner=alive, release=None, reboot=RebootPolicy.ALWAYS))
+    p = await flow.advance(world.job("m3", owner=alive, release=None, reboot=RebootPolicy.ALWAYS))
     assert p.state == NodeState.REBOOTING
     # A lock of a node that is gone, and a request whose node and machine are gone.
     await world.lock("ctrl.ghost", "ghost", "active")
-    await world.create(LCM, "nodemaintenancerequests", "NodeMaintenanceRequest", "ghost",
+    await world.make(LCM, "nodemaintenancerequests", "NodeMaintenanceRequest", "ghost",
                        {"nodeName": "ghost", "scope": "os"}, None,
                        labels={f"{ANN}owner": alive},
-                       annotations={f"{ANN}namespace": NS})
+                       annotations={f"{ANN}namespace": ns})
 
     done = await flow.sweep(lambda owner: owner == alive)
     assert any("ghost" in line for line in done)

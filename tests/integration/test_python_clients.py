@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.serverproc import ServerProc
+from tests.harness.process import ServerProc
 
 TIMEOUT = 20  # client-side bound on each request, seconds
 

@@ -6,6 +6,11 @@ finalizer dance kopf performs.
 Every watch starts from the resourceVersion of a list (or of an event), so
 the writer task may run before or after the stream connects. Each test is
 bounded by ``asyncio.timeout`` and each watch by ``timeout_seconds``.
+
+The tests share the module's API server, each in its own namespace (the one
+that creates namespaces and Events of its own aside); what a test made is
+deleted after it (``tests.harness``). The 410 test has a server of its own,
+with a ten-event log.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
-from racksmith.kinds.crdgen import all_crds
+from racksmith.apiserver.server import ApiServer
+from tests.harness.api import serving
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 Obj = dict[str, Any]
 
@@ -49,7 +57,7 @@ def no_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
         caplog.text.splitlines()[-60:])
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def api(api_server: ApiServer) -> AsyncIterator[client.ApiClient]:
     api_client = await config.new_client_from_config(
         config_file=str(api_server.kubeconfig_path), persist_config=False)
@@ -76,7 +84,7 @@ def volume(name: str, node: str = "node-1", **labels: str) -> Obj:
                      "sparseLoopDevice": {"size": "1Gi"}}}
 
 
-def bmh(name: str, namespace: str = "default", **labels: str) -> Obj:
+def bmh(name: str, namespace: str, **labels: str) -> Obj:
     return {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"bmc": {"address": f"ipmi://127.0.0.1:623/{name}",
@@ -209,7 +217,7 @@ async def test_core_crud(api: client.ApiClient, core: client.CoreV1Api) -> None:
 
 # --- Custom objects ----------------------------------------------------------------------
 
-async def test_custom_crud(custom: client.CustomObjectsApi) -> None:
+async def test_custom_crud(custom: client.CustomObjectsApi, ns: str) -> None:
     async with asyncio.timeout(TEST_SECONDS):
         created = await custom.create_cluster_custom_object(*STORAGE, volume("v1", a="b"))
         assert created["spec"]["mode"] == "Filesystem"
@@ -230,13 +238,13 @@ async def test_custom_crud(custom: client.CustomObjectsApi) -> None:
         replaced = await custom.replace_cluster_custom_object(*STORAGE, "v1", patched)
         assert replaced["spec"]["storageClassName"] == "fresh"
 
-        await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH, bmh("h1", r="1"))
-        await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH, bmh("h2", r="2"))
-        listed = await custom.list_namespaced_custom_object(*BMH_GV, "default", BMH,
+        await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH, bmh("h1", ns, r="1"))
+        await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH, bmh("h2", ns, r="2"))
+        listed = await custom.list_namespaced_custom_object(*BMH_GV, ns, BMH,
                                                             label_selector="r=2")
         assert [o["metadata"]["name"] for o in listed["items"]] == ["h2"]
         status = await custom.patch_namespaced_custom_object_status(
-            *BMH_GV, "default", BMH, "h1", {"status": {"poweredOn": True}},
+            *BMH_GV, ns, BMH, "h1", {"status": {"poweredOn": True}},
             _content_type=MERGE)
         assert status["status"]["poweredOn"] is True
 
@@ -248,15 +256,15 @@ async def test_custom_crud(custom: client.CustomObjectsApi) -> None:
             *LOCKS, "l1", [{"op": "add", "path": "/status", "value": {"state": "inactive"}}])
         assert lock["status"]["state"] == "inactive"
 
-        await custom.delete_namespaced_custom_object(*BMH_GV, "default", BMH, "h1")
+        await custom.delete_namespaced_custom_object(*BMH_GV, ns, BMH, "h1")
         assert await api_status(custom.get_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "h1")) == 404
+            *BMH_GV, ns, BMH, "h1")) == 404
         await custom.delete_cluster_custom_object(*STORAGE, "v1")
         assert (await custom.list_cluster_custom_object(*STORAGE))["items"] == []
 
 
 async def test_bad_patches_are_400(core: client.CoreV1Api,
-                                   custom: client.CustomObjectsApi) -> None:
+                                   custom: client.CustomObjectsApi, ns: str) -> None:
     """Mistakes the clients make: each answers 400, never 500."""
     async with asyncio.timeout(TEST_SECONDS):
         await custom.create_cluster_custom_object(*STORAGE, volume("vp"))
@@ -275,17 +283,17 @@ async def test_bad_patches_are_400(core: client.CoreV1Api,
         assert await api_status(custom.patch_cluster_custom_object(
             *STORAGE, "vp", ["not an op"])) in (400, 422)
         # A core kind: a list body as a (strategic) merge patch.
-        await core.create_namespaced_config_map("default", client.V1ConfigMap(
+        await core.create_namespaced_config_map(ns, client.V1ConfigMap(
             metadata=meta("bp"), data={"a": "1"}))
         assert await api_status(core.patch_namespaced_config_map(
-            "bp", "default", [{"op": "remove", "path": "/data/a"}],
+            "bp", ns, [{"op": "remove", "path": "/data/a"}],
             _content_type="application/strategic-merge-patch+json")) == 400
         assert await api_status(core.patch_namespaced_config_map(
-            "bp", "default", [1, 2], _content_type=MERGE)) == 400
+            "bp", ns, [1, 2], _content_type=MERGE)) == 400
         # Nothing changed.
         vol = await custom.get_cluster_custom_object(*STORAGE, "vp")
         assert vol["metadata"].get("labels", {}) == {}
-        assert (await core.read_namespaced_config_map("bp", "default")).data == {"a": "1"}
+        assert (await core.read_namespaced_config_map("bp", ns)).data == {"a": "1"}
 
 
 # --- Watches -----------------------------------------------------------------------------
@@ -334,22 +342,22 @@ async def test_watch_bookmark_shape(custom: client.CustomObjectsApi) -> None:
         assert e["raw_object"]["kind"] == "NodeWorkloadLock"
 
 
-async def test_watch_pods_typed(core: client.CoreV1Api) -> None:
-    rv = (await core.list_namespaced_pod("default")).metadata.resource_version
+async def test_watch_pods_typed(core: client.CoreV1Api, ns: str) -> None:
+    rv = (await core.list_namespaced_pod(ns)).metadata.resource_version
 
     async def writes() -> None:
         for name, node in (("a", "n1"), ("b", "n2")):
-            await core.create_namespaced_pod("default", client.V1Pod(
+            await core.create_namespaced_pod(ns, client.V1Pod(
                 metadata=meta(name), spec=client.V1PodSpec(node_name=node, containers=[
                     client.V1Container(name="c", image="img")])))
-        await core.patch_namespaced_pod("b", "default", {"metadata": {"labels": {"x": "y"}}})
-        await core.patch_namespaced_pod_status("b", "default",
+        await core.patch_namespaced_pod("b", ns, {"metadata": {"labels": {"x": "y"}}})
+        await core.patch_namespaced_pod_status("b", ns,
                                                {"status": {"phase": "Running"}})
-        await core.delete_namespaced_pod("b", "default", grace_period_seconds=0)
+        await core.delete_namespaced_pod("b", ns, grace_period_seconds=0)
 
     writer = asyncio.create_task(writes())
     w = watch.Watch()
-    events = await collect(w.stream(core.list_namespaced_pod, "default", resource_version=rv,
+    events = await collect(w.stream(core.list_namespaced_pod, ns, resource_version=rv,
                                     field_selector="spec.nodeName=n2",
                                     allow_watch_bookmarks=True,
                                     timeout_seconds=WATCH_SECONDS), is_deleted)
@@ -363,16 +371,17 @@ async def test_watch_pods_typed(core: client.CoreV1Api) -> None:
     assert any(e["object"].status and e["object"].status.phase == "Running" for e in events)
 
 
-async def test_watch_resumes_from_resource_version(custom: client.CustomObjectsApi) -> None:
+async def test_watch_resumes_from_resource_version(custom: client.CustomObjectsApi,
+                                                   ns: str) -> None:
     """A watch restarted from an event's resourceVersion sees only what came after it."""
     async with asyncio.timeout(TEST_SECONDS):
         rv0 = (await custom.list_namespaced_custom_object(
-            *BMH_GV, "default", BMH))["metadata"]["resourceVersion"]
+            *BMH_GV, ns, BMH))["metadata"]["resourceVersion"]
         for i in range(4):
-            await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH, bmh(f"r{i}"))
+            await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH, bmh(f"r{i}", ns))
 
     w = watch.Watch()
-    first = await collect(w.stream(custom.list_namespaced_custom_object, *BMH_GV, "default",
+    first = await collect(w.stream(custom.list_namespaced_custom_object, *BMH_GV, ns,
                                    BMH, resource_version=rv0, allow_watch_bookmarks=True,
                                    timeout_seconds=WATCH_SECONDS),
                           lambda e: e["object"]["metadata"]["name"] == "r1")
@@ -381,9 +390,9 @@ async def test_watch_resumes_from_resource_version(custom: client.CustomObjectsA
     assert w.resource_version == resume_rv
 
     async with asyncio.timeout(TEST_SECONDS):
-        await custom.delete_namespaced_custom_object(*BMH_GV, "default", BMH, "r0")
+        await custom.delete_namespaced_custom_object(*BMH_GV, ns, BMH, "r0")
     w2 = watch.Watch()
-    rest = await collect(w2.stream(custom.list_namespaced_custom_object, *BMH_GV, "default",
+    rest = await collect(w2.stream(custom.list_namespaced_custom_object, *BMH_GV, ns,
                                    BMH, resource_version=resume_rv, allow_watch_bookmarks=True,
                                    timeout_seconds=WATCH_SECONDS), is_deleted)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in rest] == [
@@ -391,7 +400,7 @@ async def test_watch_resumes_from_resource_version(custom: client.CustomObjectsA
 
     # Without a resourceVersion a watch starts with the current state (ADDED per object).
     w3 = watch.Watch()
-    initial = await collect(w3.stream(custom.list_namespaced_custom_object, *BMH_GV, "default",
+    initial = await collect(w3.stream(custom.list_namespaced_custom_object, *BMH_GV, ns,
                                       BMH, timeout_seconds=WATCH_SECONDS),
                             lambda e: e["object"]["metadata"]["name"] == "r3")
     assert sorted(e["object"]["metadata"]["name"] for e in initial) == ["r1", "r2", "r3"]
@@ -401,10 +410,7 @@ async def test_watch_resumes_from_resource_version(custom: client.CustomObjectsA
 async def test_watch_from_too_old_resource_version(tmp_path: Path) -> None:
     """A resourceVersion compacted out of the event log: 410 Gone (an ERROR event or
     the status of the request), which the client raises as ApiException."""
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "small-log", port=0,
-                                       event_log_size=10))
-    await server.start(bootstrap=all_crds())
-    try:
+    async with serving(tmp_path / "small-log", event_log_size=10) as server:
         api_client = await config.new_client_from_config(
             config_file=str(server.kubeconfig_path), persist_config=False)
         custom = client.CustomObjectsApi(api_client)
@@ -431,17 +437,16 @@ async def test_watch_from_too_old_resource_version(tmp_path: Path) -> None:
             assert events == []
         finally:
             await api_client.close()
-    finally:
-        await server.stop()
 
 
 # --- Watch replay: the state at the resourceVersion, not the current one -----------------
 
-async def _replay(custom: client.CustomObjectsApi, rv: str, **kwargs: str) -> list[tuple[str, str]]:
+async def _replay(custom: client.CustomObjectsApi, ns: str, rv: str,
+                  **kwargs: str) -> list[tuple[str, str]]:
     w = watch.Watch()
     seen: list[tuple[str, str]] = []
     async with asyncio.timeout(TEST_SECONDS):
-        async for event in w.stream(custom.list_namespaced_custom_object, *BMH_GV, "default",
+        async for event in w.stream(custom.list_namespaced_custom_object, *BMH_GV, ns,
                                     BMH, resource_version=rv, timeout_seconds=1, **kwargs):
             if event["type"] != "BOOKMARK":
                 seen.append((event["type"], event["object"]["metadata"]["name"]))
@@ -450,46 +455,46 @@ async def _replay(custom: client.CustomObjectsApi, rv: str, **kwargs: str) -> li
 
 
 async def test_watch_replay_of_deleted_object_is_modified(
-        custom: client.CustomObjectsApi) -> None:
+        custom: client.CustomObjectsApi, ns: str) -> None:
     async with asyncio.timeout(TEST_SECONDS):
-        obj = await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH, bmh("x"))
+        obj = await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH, bmh("x", ns))
         rv = obj["metadata"]["resourceVersion"]
         await custom.patch_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "x", {"metadata": {"annotations": {"a": "1"}}},
+            *BMH_GV, ns, BMH, "x", {"metadata": {"annotations": {"a": "1"}}},
             _content_type=MERGE)
-        await custom.delete_namespaced_custom_object(*BMH_GV, "default", BMH, "x")
-    assert await _replay(custom, rv) == [("MODIFIED", "x"), ("DELETED", "x")]
+        await custom.delete_namespaced_custom_object(*BMH_GV, ns, BMH, "x")
+    assert await _replay(custom, ns, rv) == [("MODIFIED", "x"), ("DELETED", "x")]
 
 
 async def test_watch_replay_with_selector_uses_state_at_rv(
-        custom: client.CustomObjectsApi) -> None:
+        custom: client.CustomObjectsApi, ns: str) -> None:
     async with asyncio.timeout(TEST_SECONDS):
-        x = await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH,
-                                                         bmh("x", sel="1"))
+        x = await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH,
+                                                         bmh("x", ns, sel="1"))
         await custom.patch_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "x", {"metadata": {"labels": {"sel": "2"}}},
+            *BMH_GV, ns, BMH, "x", {"metadata": {"labels": {"sel": "2"}}},
             _content_type=MERGE)
-        y = await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH,
-                                                         bmh("y", sel="2"))
+        y = await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH,
+                                                         bmh("y", ns, sel="2"))
         await custom.patch_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "y", {"metadata": {"labels": {"sel": "1"}}},
+            *BMH_GV, ns, BMH, "y", {"metadata": {"labels": {"sel": "1"}}},
             _content_type=MERGE)
     # x leaves the selection, y enters it.
-    assert await _replay(custom, x["metadata"]["resourceVersion"], label_selector="sel=1") \
+    assert await _replay(custom, ns, x["metadata"]["resourceVersion"], label_selector="sel=1") \
         == [("DELETED", "x"), ("ADDED", "y")]
-    assert await _replay(custom, y["metadata"]["resourceVersion"], label_selector="sel=1") \
+    assert await _replay(custom, ns, y["metadata"]["resourceVersion"], label_selector="sel=1") \
         == [("ADDED", "y")]
 
 
 # --- Finalizers, the way kopf does them ---------------------------------------------------
 
-async def test_kopf_style_finalizer(custom: client.CustomObjectsApi) -> None:
+async def test_kopf_style_finalizer(custom: client.CustomObjectsApi, ns: str) -> None:
     events: list[Obj] = []
     arrived = asyncio.Condition()
 
     async def watcher(rv: str) -> None:
         w = watch.Watch()
-        async for event in w.stream(custom.list_namespaced_custom_object, *BMH_GV, "default",
+        async for event in w.stream(custom.list_namespaced_custom_object, *BMH_GV, ns,
                                     BMH, resource_version=rv, allow_watch_bookmarks=True,
                                     timeout_seconds=WATCH_SECONDS):
             if event["type"] == "BOOKMARK":
@@ -506,50 +511,50 @@ async def test_kopf_style_finalizer(custom: client.CustomObjectsApi) -> None:
             await arrived.wait_for(lambda: len(events) >= count)
 
     async with asyncio.timeout(TEST_SECONDS):
-        obj = await custom.create_namespaced_custom_object(*BMH_GV, "default", BMH, bmh("fin"))
+        obj = await custom.create_namespaced_custom_object(*BMH_GV, ns, BMH, bmh("fin", ns))
         rv = obj["metadata"]["resourceVersion"]
         task = asyncio.create_task(watcher(rv))
 
         # Add the finalizer with a JSON patch guarded by a test of resourceVersion.
-        with_fin = await custom.patch_namespaced_custom_object(*BMH_GV, "default", BMH, "fin", [
+        with_fin = await custom.patch_namespaced_custom_object(*BMH_GV, ns, BMH, "fin", [
             {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]}])
         assert with_fin["metadata"]["finalizers"] == [FINALIZER]
         await wait_for(1)  # the watch is connected and the object exists
         # The same guarded patch again: the resourceVersion moved on, so the test fails.
         stale = await api_status(custom.patch_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "fin", [
+            *BMH_GV, ns, BMH, "fin", [
                 {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
                 {"op": "add", "path": "/metadata/finalizers/-", "value": "other"}]))
         assert stale == 422  # as kube-apiserver: a failed JSON patch is Unprocessable
 
         # DELETE with a finalizer: the object stays, marked for deletion.
-        answer = await custom.delete_namespaced_custom_object(*BMH_GV, "default", BMH, "fin")
+        answer = await custom.delete_namespaced_custom_object(*BMH_GV, ns, BMH, "fin")
         assert answer["metadata"]["deletionTimestamp"]
         await wait_for(2)
-        got = await custom.get_namespaced_custom_object(*BMH_GV, "default", BMH, "fin")
+        got = await custom.get_namespaced_custom_object(*BMH_GV, ns, BMH, "fin")
         assert got["metadata"]["deletionTimestamp"] == answer["metadata"]["deletionTimestamp"]
         assert got["metadata"]["finalizers"] == [FINALIZER]
         # A second DELETE changes nothing; no new finalizer may be added now.
-        again = await custom.delete_namespaced_custom_object(*BMH_GV, "default", BMH, "fin")
+        again = await custom.delete_namespaced_custom_object(*BMH_GV, ns, BMH, "fin")
         assert again["metadata"]["deletionTimestamp"] == got["metadata"]["deletionTimestamp"]
         assert await api_status(custom.patch_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "fin",
+            *BMH_GV, ns, BMH, "fin",
             {"metadata": {"finalizers": [FINALIZER, "late"]}}, _content_type=MERGE)) == 422
         # kopf records progress in annotations meanwhile (merge patch).
         noted = await custom.patch_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "fin",
+            *BMH_GV, ns, BMH, "fin",
             {"metadata": {"annotations": {"kopf.zalando.org/last-handled": "{}"}}},
             _content_type=MERGE)
         assert noted["metadata"]["deletionTimestamp"]
 
         # The handler is done: remove the finalizer, guarded again.
         rv = noted["metadata"]["resourceVersion"]
-        await custom.patch_namespaced_custom_object(*BMH_GV, "default", BMH, "fin", [
+        await custom.patch_namespaced_custom_object(*BMH_GV, ns, BMH, "fin", [
             {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "remove", "path": "/metadata/finalizers/0"}])
         assert await api_status(custom.get_namespaced_custom_object(
-            *BMH_GV, "default", BMH, "fin")) == 404
+            *BMH_GV, ns, BMH, "fin")) == 404
         await task
 
     kinds = [e["type"] for e in events]

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.serverproc import ServerProc
+from tests.harness.process import ServerProc
 
 Obj = dict[str, Any]
 

@@ -3,7 +3,10 @@
 The test plays each node's kubelet (``Kubelet``): it marks instance pods
 Ready through the pods' status subresource, unless told to hold back. It
 also plays LCM by creating and deleting NodeMaintenanceRequests and the
-ClusterMaintenanceRequest. Every wait polls under a bound.
+ClusterMaintenanceRequest. Every wait polls under a bound. The tests share
+the module's API server; the workloads live in the controller's own
+namespace and the locks and requests are cluster-scoped, and all of them
+are deleted after each test (``tests.harness``).
 """
 
 from __future__ import annotations
@@ -11,36 +14,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, PolicyV1Api
+import pytest_asyncio
+from kubernetes_asyncio.client import ApiClient, CoreV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.apiserver.server import ApiServer
 from racksmith.emulator.workloads import (
     NAMESPACE,
     WorkloadTimings,
     reference_workloads_controller,
 )
-from racksmith.runtime.controller import Controller
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness import api
+from tests.harness.controllers import running as running_controllers
+from tests.harness.wait import eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 GROUP, V = "lcm.racksmith.io", "v1alpha1"
 RACK = "metal.racksmith.io/rack"
 INSTANCE = "workloads.racksmith.io/instance"
-WAIT = 20.0  # upper bound of every wait; never an expectation
 TIMINGS = WorkloadTimings(busy_requeue=0.2, idle_requeue=0.5)
-
-
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
 
 
 class Kubelet:
@@ -66,14 +62,8 @@ class Kubelet:
             await asyncio.sleep(0.05)
 
 
-class Site:
+class Site(api.World):
     """Helpers over one API client."""
-
-    def __init__(self, client: ApiClient) -> None:
-        self.client = client
-        self.core = CoreV1Api(client)
-        self.custom = CustomObjectsApi(client)
-        self.policy = PolicyV1Api(client)
 
     async def node(self, name: str, rack: str, *, taint: bool = False) -> None:
         body: Any = {"apiVersion": "v1", "kind": "Node",
@@ -101,14 +91,7 @@ class Site:
                 and all(r for _, _, r in pods))
 
     async def lock(self, name: str, plural: str = "nodeworkloadlocks") -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
-                GROUP, V, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
+        return await self.get(GROUP, plural, name, None)
 
     async def state(self, name: str, plural: str = "nodeworkloadlocks") -> str | None:
         lock = await self.lock(name, plural)
@@ -133,16 +116,7 @@ class Site:
         await self.core.create_namespaced_config_map(NAMESPACE, body)
 
 
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api
-    finally:
-        await api.close()
-
-
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module")
 async def kubelet(client: ApiClient) -> AsyncIterator[Kubelet]:
     k = Kubelet(client)
     task = asyncio.create_task(k.run())
@@ -155,15 +129,10 @@ async def kubelet(client: ApiClient) -> AsyncIterator[Kubelet]:
 
 
 @contextlib.asynccontextmanager
-async def running(client: ApiClient) -> AsyncIterator[Controller]:
-    controller = reference_workloads_controller(client, timings=TIMINGS)
-    task = asyncio.create_task(controller.run())
-    try:
-        yield controller
-    finally:
-        await controller.stop(grace=5)
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+async def running(client: ApiClient) -> AsyncIterator[None]:
+    async with running_controllers(reference_workloads_controller(client, timings=TIMINGS),
+                                   grace=5):
+        yield
 
 
 async def test_defaults_spread_pdb_and_locks(client: ApiClient, kubelet: Kubelet) -> None:

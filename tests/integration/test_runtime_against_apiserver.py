@@ -14,6 +14,9 @@ election over a real coordination.k8s.io/v1 Lease (graceful hand-over and
 expiry after a partition) and the reconcile metrics.
 
 Every wait polls a condition under a timeout; nothing asserts on durations.
+The tests share the module's API server (the Volumes and the Lease a test
+made are deleted after it, ``tests.harness``), except the re-list test, which
+needs a server with a short event log of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +35,7 @@ from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, CustomObject
 from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.apiserver.server import ApiServer
 from racksmith.runtime import Controller, Done, Manager, ObjectKey, Result
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.leader import (
@@ -42,6 +45,11 @@ from racksmith.runtime.leader import (
     PartitionedLeaseStore,
 )
 from racksmith.runtime.source import KubeSource, Resource
+from tests.harness.api import connect, optional, serving
+from tests.harness.controllers import managing as running
+from tests.harness.wait import WAIT, eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 GROUP, VERSION, PLURAL = "storage.racksmith.io", "v1alpha1", "volumes"
 VOLUMES = Resource(GROUP, VERSION, PLURAL)
@@ -49,27 +57,9 @@ FINALIZER = "test.racksmith.io/cleanup"
 FIELD_MANAGER = "volume-finalizer"
 CONTROLLER = "volumes"
 LEASE_NS, LEASE_NAME = "kube-system", "runtime-it"
-WAIT = 30.0  # generous upper bound of every wait; never an expectation
 
 
 # --------------------------------------------------------------------- helpers
-
-
-async def eventually(
-    cond: Callable[[], bool | Awaitable[bool]], what: str, limit: float = WAIT
-) -> None:
-    """Poll ``cond`` until it holds; fail with ``what`` after ``limit`` seconds."""
-    try:
-        async with asyncio.timeout(limit):
-            while True:
-                value = cond()
-                if not isinstance(value, bool):
-                    value = await value
-                if value:
-                    return
-                await asyncio.sleep(0.02)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
 
 
 def volume(name: str, size: str = "1Gi") -> dict[str, Any]:
@@ -107,14 +97,8 @@ class Volumes:
         return obj
 
     async def get(self, name: str) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.api.get_cluster_custom_object(
-                GROUP, VERSION, PLURAL, name
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        obj: dict[str, Any] | None = await optional(
+            self.api.get_cluster_custom_object(GROUP, VERSION, PLURAL, name))
         return obj
 
     async def resize(self, name: str, size: str) -> None:
@@ -215,24 +199,6 @@ def volume_controller(
     )
 
 
-@contextlib.asynccontextmanager
-async def running(
-    manager: Manager, *, wait_ready: bool = True
-) -> AsyncIterator[asyncio.Task[None]]:
-    """Run ``manager`` in a task; stop it gracefully (bounded) at the end."""
-    task = asyncio.create_task(manager.run(), name=f"manager-{manager.identity}")
-    try:
-        if wait_ready:
-            await eventually(lambda: manager.ready or task.done(), f"{manager.identity} ready")
-            if task.done():
-                task.result()
-        yield task
-    finally:
-        async with asyncio.timeout(WAIT):
-            await manager.stop()
-            await task
-
-
 async def quiesce(volumes: Volumes, controller: Controller, reconciler: VolumeFinalizer,
                   barrier: str) -> None:
     """Wait until every event that preceded now has been reconciled.
@@ -260,16 +226,7 @@ async def settle(volumes: Volumes, controller: Controller, names: list[str], wha
 
 
 @pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
-@pytest.fixture
-async def volumes(client: ApiClient) -> Volumes:
+def volumes(client: ApiClient) -> Volumes:
     return Volumes(client)
 
 
@@ -397,12 +354,9 @@ class RecordingLogger:
 
 
 async def test_relist_after_the_watch_resource_version_is_compacted(tmp_path: Path) -> None:
-    from racksmith.kinds.crdgen import all_crds
-
-    server = ApiServer(ApiServerConfig(data_dir=tmp_path / "data", port=0, event_log_size=20))
-    await server.start(bootstrap=all_crds())
-    client = await api_client_from_kubeconfig(server.kubeconfig_path)
-    try:
+    # Its own server: one with a short event log (20 events), so it compacts.
+    async with serving(tmp_path / "data", event_log_size=20) as server, \
+            connect(server) as client:
         volumes = Volumes(client)
         gated = GatedClient(client)
         log = RecordingLogger()
@@ -439,9 +393,6 @@ async def test_relist_after_the_watch_resource_version_is_compacted(tmp_path: Pa
             assert manager.metrics.error_count(CONTROLLER) == 0
             writes = {name: reconciler.status_writes[name] for name in ["keep", *late]}
             assert writes == {"keep": 2, **{name: 1 for name in late}}  # keep: 1Gi, 2Gi
-    finally:
-        await client.close()
-        await server.stop()
 
 
 async def test_level_based_convergence_across_a_restart(

@@ -6,7 +6,9 @@ and says ReadyToFinish after a few calls), except in the last test, which
 runs the real ``NodeMaintenance`` with the test playing agent and kubelet.
 Alerts come from a settable fake source; ``AlertmanagerSource`` is tested
 against a tiny aiohttp Alertmanager on 127.0.0.1. Every wait polls under a
-bound.
+bound. The tests share the module's API server, each with its own namespace
+(for its cluster); what a test made, cluster-scoped Nodes and maintenance
+requests included, is deleted after it (``tests.harness``).
 """
 
 from __future__ import annotations
@@ -14,15 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
-from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.client import ApiClient
 
-from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.maintenance.flow import NodeMaintenance
 from racksmith.controllers.update import (
     AlertmanagerSource,
@@ -41,14 +41,14 @@ from racksmith.planners.maintenance import (
     NodeProgress,
     NodeState,
 )
-from racksmith.runtime import Manager
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness import api
+from tests.harness.controllers import managed
+from tests.harness.wait import eventually
 
-NS = "default"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 CLUSTER, LCM = "cluster.racksmith.io", "lcm.racksmith.io"
 V = "v1alpha1"
-WAIT = 30.0  # upper bound of every wait; never an expectation
-OWNER = "plan.default.demo-rel-2"
 MASTERS = ("m0", "m1", "m2")
 WORKERS = ("w0", "w1", "w2", "w3")
 # Small waits; the sweep period stays the default (30 s): one sweep per test is asserted.
@@ -56,75 +56,13 @@ TIMINGS = UpdateTimings(active_requeue=0.3, node_flow=MaintenanceTimings(
     poll=0.3, lock_retry=0.3, eviction_backoff_base=0.1, eviction_backoff_cap=0.3))
 
 
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
+class World(api.World):
+    """The test's view of the API: one cluster, its plan and its machines."""
 
-
-class World:
-    """The test's view of the API."""
-
-    def __init__(self, client: ApiClient) -> None:
-        self.custom = CustomObjectsApi(client)
-        self.core = CoreV1Api(client)
-
-    async def get(self, group: str, plural: str, name: str, namespace: str | None = NS
-                  ) -> dict[str, Any] | None:
-        try:
-            if namespace is None:
-                obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
-                    group, V, plural, name)
-            else:
-                obj = await self.custom.get_namespaced_custom_object(
-                    group, V, namespace, plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
-
-    async def items(self, group: str, plural: str, namespace: str | None = NS
-                    ) -> list[dict[str, Any]]:
-        if namespace is None:
-            out = await self.custom.list_cluster_custom_object(group, V, plural)
-        else:
-            out = await self.custom.list_namespaced_custom_object(group, V, namespace, plural)
-        return list(out["items"])
-
-    async def create(self, group: str, plural: str, body: dict[str, Any],
-                     namespace: str | None = NS) -> None:
-        if namespace is None:
-            await self.custom.create_cluster_custom_object(group, V, plural, body)
-        else:
-            await self.custom.create_namespaced_custom_object(group, V, namespace, plural, body)
-
-    async def update(self, group: str, plural: str, name: str,
-                     change: Callable[[dict[str, Any]], None], *, status: bool = False,
-                     namespace: str | None = NS) -> None:
-        """Read-modify-write, retried on conflicts."""
-        for _ in range(50):
-            obj = await self.get(group, plural, name, namespace)
-            assert obj is not None, f"{plural}/{name} missing"
-            change(obj)
-            call: Any
-            try:
-                if namespace is None:
-                    call = (self.custom.replace_cluster_custom_object_status if status
-                            else self.custom.replace_cluster_custom_object)
-                    await call(group, V, plural, name, obj)
-                else:
-                    call = (self.custom.replace_namespaced_custom_object_status if status
-                            else self.custom.replace_namespaced_custom_object)
-                    await call(group, V, namespace, plural, name, obj)
-                return
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-        raise AssertionError(f"{plural}/{name} kept conflicting")
+    @property
+    def owner(self) -> str:
+        """The owner the plan of rel-2 puts on what it makes."""
+        return f"plan.{self.ns}.demo-rel-2"
 
     async def plan(self, name: str = "demo-rel-2") -> dict[str, Any] | None:
         return await self.get(LCM, "clusterupdateplans", name)
@@ -153,7 +91,7 @@ class World:
             LCM, "nodemaintenancerequests", None))
 
     async def cmr(self) -> dict[str, Any] | None:
-        return await self.get(LCM, "clustermaintenancerequests", "default.demo", None)
+        return await self.get(LCM, "clustermaintenancerequests", f"{self.ns}.demo", None)
 
     async def set_release(self, release: str) -> None:
         def change(obj: dict[str, Any]) -> None:
@@ -273,40 +211,21 @@ class FakeAlerts:
         return set(self.names)
 
 
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, flow: NodeFlow, alerts: FakeAlerts | None = None
                   ) -> AsyncIterator[None]:
     controller = update_controller(client, alert_source=alerts, node_maintenance=flow,
                                    timings=TIMINGS)
-    manager = Manager(client, [controller], identity="update-test", shutdown_timeout=10)
-    task = asyncio.create_task(manager.run())
-    try:
-        async with asyncio.timeout(WAIT):
-            while not manager.ready:
-                assert not task.done(), task
-                await asyncio.sleep(0.02)
+    async with managed(client, [controller], identity="update-test"):
         yield
-    finally:
-        async with asyncio.timeout(WAIT):
-            await manager.stop()
-            await task
 
 
 def machine_status(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {m["name"]: m for m in plan["status"]["machines"]}
 
 
-async def test_plan_commence_locks_order_and_completion(client: ApiClient) -> None:
-    world = World(client)
+async def test_plan_commence_locks_order_and_completion(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     flow = FakeFlow(world)
     await world.setup(update={"maxUnavailable": {"metal.racksmith.io/rack": 1}})
     async with running(client, flow):
@@ -347,7 +266,7 @@ async def test_plan_commence_locks_order_and_completion(client: ApiClient) -> No
         await world.commence("control-plane", "group-demo-default")
         await eventually(lambda: _exists(world.cmr()), "ClusterMaintenanceRequest")
         cmr = await world.cmr()
-        assert cmr is not None and cmr["metadata"]["labels"][OWNER_LABEL] == OWNER
+        assert cmr is not None and cmr["metadata"]["labels"][OWNER_LABEL] == world.owner
         assert cmr["spec"] == {"scope": "os", "release": "rel-2"}
         await world.in_phase("InProgress")
         await asyncio.sleep(0.5)
@@ -379,8 +298,8 @@ async def test_plan_commence_locks_order_and_completion(client: ApiClient) -> No
     assert flow.sweeps == [set()]  # once at start-up (no owner yet), then every 30 s
 
 
-async def test_autopause_recommence_and_restart(client: ApiClient) -> None:
-    world = World(client)
+async def test_autopause_recommence_and_restart(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     flow = FakeFlow(world)
     alerts = FakeAlerts()
     await world.setup(update={"autoCommence": True})
@@ -445,8 +364,9 @@ async def test_autopause_recommence_and_restart(client: ApiClient) -> None:
     assert await world.cmr() is None
 
 
-async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient) -> None:
-    world = World(client)
+async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient,
+                                                               ns: str) -> None:
+    world = World(client, ns)
     flow = FakeFlow(world)
     await world.setup(masters=("m0",), workers=("w0", "w1", "w2"))
     async with running(client, flow):
@@ -486,9 +406,9 @@ async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient
         await eventually(completed, "plan demo-rel-3 completed")
 
 
-async def test_real_node_flow(client: ApiClient) -> None:
+async def test_real_node_flow(client: ApiClient, ns: str) -> None:
     """The real NodeMaintenance; the test plays agent (and the release pin) and kubelet."""
-    world = World(client)
+    world = World(client, ns)
     await world.setup(masters=("m0",), workers=("w0",), update={"autoCommence": True})
     stop = asyncio.Event()
 

@@ -6,6 +6,10 @@ an optional delay, optionally failing the prepare) and writes the
 ``storage.racksmith.io/job-result`` annotation with a merge patch, as the
 contracts say. It records every job it ran, so the tests can tell how many
 jobs a Volume got and in which order. Every wait polls under a bound.
+
+The tests share the module's API server, each with its own namespace (for
+its claims); what a test made, cluster-scoped Nodes, StorageClasses, Volumes
+and PersistentVolumes included, is deleted after it (``tests.harness``).
 """
 
 from __future__ import annotations
@@ -13,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, StorageV1Api
-from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
 
-from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.volume import (
     FINALIZER,
     JOB_RESULT_ANNOTATION,
@@ -28,22 +30,16 @@ from racksmith.controllers.volume import (
     claim_binder_controller,
     volume_controller,
 )
-from racksmith.runtime.controller import Controller
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from tests.harness import api
+from tests.harness.api import optional
+from tests.harness.controllers import running
+from tests.harness.wait import eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 GROUP, V = "storage.racksmith.io", "v1alpha1"
-WAIT = 20.0  # upper bound of every wait; never an expectation
 GI = 2**30
 TIMINGS = VolumeTimings(job_poll=0.2, resync=1.0)
-
-
-async def eventually(cond: Callable[[], Awaitable[bool]], what: str) -> None:
-    try:
-        async with asyncio.timeout(WAIT):
-            while not await cond():
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"timed out waiting for: {what}") from None
 
 
 class Agent:
@@ -95,14 +91,8 @@ class Agent:
         return [job.partition(":")[0] for name, job in self.jobs if name == volume]
 
 
-class World:
-    """The test's view of the API."""
-
-    def __init__(self, client: ApiClient) -> None:
-        self.client = client
-        self.custom = CustomObjectsApi(client)
-        self.core = CoreV1Api(client)
-        self.storage = StorageV1Api(client)
+class World(api.World):
+    """The test's view of the API: Volumes, their PersistentVolumes and claims."""
 
     async def setup(self, node: str = "n1", storage_class: str = "local") -> None:
         body: Any = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}
@@ -124,22 +114,16 @@ class World:
                                 "sparseLoopDevice": {"size": "1Gi"}}
         if template is not None:
             spec["template"] = template
-        await self.custom.create_cluster_custom_object(GROUP, V, "volumes", {
+        await self.create(GROUP, "volumes", {
             "apiVersion": f"{GROUP}/{V}", "kind": "Volume", "metadata": {"name": name},
             "spec": spec})
 
-    async def get(self, name: str) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
-                GROUP, V, "volumes", name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
+    async def read(self, name: str) -> dict[str, Any] | None:
+        """The Volume ``name``, or ``None``."""
+        return await self.get(GROUP, "volumes", name)
 
     async def status(self, name: str) -> dict[str, Any]:
-        return dict(((await self.get(name)) or {}).get("status") or {})
+        return dict(((await self.read(name)) or {}).get("status") or {})
 
     async def ready(self, name: str) -> dict[str, Any]:
         conds = (await self.status(name)).get("conditions") or []
@@ -151,62 +135,16 @@ class World:
         await eventually(check, f"volume {name} {phase}")
 
     async def pv(self, name: str) -> dict[str, Any] | None:
-        try:
-            pv = await self.core.read_persistent_volume(name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: dict[str, Any] = self.client.sanitize_for_serialization(pv)
-        return out
+        pv = await optional(self.core.read_persistent_volume(name))
+        return None if pv is None else self.plain(pv)
 
     async def pvc(self, name: str) -> dict[str, Any] | None:
-        try:
-            pvc = await self.core.read_namespaced_persistent_volume_claim(name, "default")
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: dict[str, Any] = self.client.sanitize_for_serialization(pvc)
-        return out
+        pvc = await optional(self.core.read_namespaced_persistent_volume_claim(name, self.ns))
+        return None if pvc is None else self.plain(pvc)
 
-    async def gone(self, what: str, fetch: Callable[[], Awaitable[Any]]) -> None:
-        async def check() -> bool:
-            return await fetch() is None
-        await eventually(check, f"{what} gone")
-
-    async def events(self, name: str) -> list[Any]:
-        out = await self.core.list_namespaced_event("default")
-        return [e for e in out.items if e.involved_object.name == name]
-
-    async def has_event(self, name: str, event_type: str, reason: str) -> None:
-        async def check() -> bool:
-            return any(e.type == event_type and e.reason == reason
-                       for e in await self.events(name))
-        await eventually(check, f"{event_type} event {reason} about {name}")
-
-
-@pytest.fixture
-async def client(api_server: ApiServer) -> AsyncIterator[ApiClient]:
-    api_client = await api_client_from_kubeconfig(api_server.kubeconfig_path)
-    try:
-        yield api_client
-    finally:
-        await api_client.close()
-
-
-@contextlib.asynccontextmanager
-async def running(*controllers: Controller) -> AsyncIterator[None]:
-    for ctrl in controllers:
-        ctrl.start()
-    try:
-        async with asyncio.timeout(WAIT):
-            while not all(c.is_ready for c in controllers):
-                await asyncio.sleep(0.02)
-        yield
-    finally:
-        for ctrl in controllers:
-            await ctrl.stop(grace=0)
+    async def events(self, name: str, namespace: str | None = None) -> list[Any]:
+        """Volumes are cluster-scoped: their events are in ``default``."""
+        return await super().events(name, namespace or "default")
 
 
 @contextlib.asynccontextmanager
@@ -220,8 +158,8 @@ async def agent_running(agent: Agent) -> AsyncIterator[Agent]:
             await task
 
 
-async def test_sparse_volume_becomes_available_then_is_released(client: ApiClient) -> None:
-    world = World(client)
+async def test_sparse_volume_becomes_available_then_is_released(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1", size_bytes=GI)
     template = {"metadata": {"labels": {"team": "a"}, "annotations": {"note": "x"}},
@@ -234,7 +172,7 @@ async def test_sparse_volume_becomes_available_then_is_released(client: ApiClien
         assert status["deviceName"] == "loop3"
         assert status["size"] == "1Gi"
         assert (await world.ready("v1"))["status"] == "True"
-        vol = await world.get("v1")
+        vol = await world.read("v1")
         assert vol is not None and FINALIZER in vol["metadata"]["finalizers"]
 
         pv = await world.pv("v1")
@@ -258,14 +196,14 @@ async def test_sparse_volume_becomes_available_then_is_released(client: ApiClien
         assert pv["status"]["phase"] == "Available"
         assert agent.ops("v1") == ["prepare"]
 
-        await world.custom.delete_cluster_custom_object(GROUP, V, "volumes", "v1")
-        await world.gone("volume v1", lambda: world.get("v1"))
+        await world.delete(GROUP, "volumes", "v1")
+        await world.gone("volume v1", lambda: world.read("v1"))
         await world.gone("PersistentVolume v1", lambda: world.pv("v1"))
         assert agent.ops("v1") == ["prepare", "unprepare"]
 
 
-async def test_failing_prepare_is_terminal(client: ApiClient) -> None:
-    world = World(client)
+async def test_failing_prepare_is_terminal(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1", fail=("DeviceInUse", "/dev/sdb holds an ext4 signature"))
     async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
@@ -274,13 +212,13 @@ async def test_failing_prepare_is_terminal(client: ApiClient) -> None:
         ready = await world.ready("v2")
         assert (ready["status"], ready["reason"]) == ("False", "CreationError")
         assert ready["message"] == "DeviceInUse: /dev/sdb holds an ext4 signature"
-        await world.has_event("v2", "Warning", "CreationError")
+        await world.has_event("v2", "CreationError", type="Warning")
         assert await world.pv("v2") is None
         assert agent.ops("v2") == ["prepare"]
 
 
-async def test_unknown_storage_class_and_node(client: ApiClient) -> None:
-    world = World(client)
+async def test_unknown_storage_class_and_node(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1")
     async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
@@ -292,8 +230,8 @@ async def test_unknown_storage_class_and_node(client: ApiClient) -> None:
         assert (ready3["reason"], ready3["message"]) == (
             "CreationError", "StorageClass nope not found")
         assert (ready4["reason"], ready4["message"]) == ("CreationError", "node ghost not found")
-        await world.has_event("v3", "Warning", "CreationError")
-        await world.has_event("v4", "Warning", "CreationError")
+        await world.has_event("v3", "CreationError", type="Warning")
+        await world.has_event("v4", "CreationError", type="Warning")
         assert agent.jobs == []
         # Applied before its StorageClass: it recovers once the class exists.
         await world.storage_class("nope")
@@ -301,8 +239,8 @@ async def test_unknown_storage_class_and_node(client: ApiClient) -> None:
         assert agent.ops("v3") == ["prepare"]
 
 
-async def test_bound_volume_waits_for_its_claim(client: ApiClient) -> None:
-    world = World(client)
+async def test_bound_volume_waits_for_its_claim(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1")
     async with running(volume_controller(client, timings=TIMINGS),
@@ -314,7 +252,7 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient) -> None:
             "spec": {"volumeName": "v5", "storageClassName": "local",
                      "accessModes": ["ReadWriteOnce"],
                      "resources": {"requests": {"storage": "1Gi"}}}}
-        await world.core.create_namespaced_persistent_volume_claim("default", claim)
+        await world.core.create_namespaced_persistent_volume_claim(ns, claim)
 
         async def bound() -> bool:
             pv, pvc = await world.pv("v5"), await world.pvc("data")
@@ -325,15 +263,15 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient) -> None:
         assert pv is not None and pvc is not None
         ref = pv["spec"]["claimRef"]
         assert (ref["namespace"], ref["name"], ref["uid"]) == (
-            "default", "data", pvc["metadata"]["uid"])
+            ns, "data", pvc["metadata"]["uid"])
         assert pvc["spec"]["volumeName"] == "v5"
         assert pvc["status"]["capacity"] == {"storage": "1Gi"}
 
-        await world.custom.delete_cluster_custom_object(GROUP, V, "volumes", "v5")
+        await world.delete(GROUP, "volumes", "v5")
 
         async def blocked() -> bool:
             return (await world.ready("v5")).get("message") == \
-                "PersistentVolume v5 is bound to claim default/data"
+                f"PersistentVolume v5 is bound to claim {ns}/data"
         await eventually(blocked, "volume v5 blocked by its claim")
         assert (await world.status("v5"))["phase"] == "Terminating"
         await asyncio.sleep(0.5)  # give a wrong controller time to go on
@@ -341,14 +279,14 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient) -> None:
         pv = await world.pv("v5")
         assert pv is not None and pv["status"]["phase"] == "Bound"
 
-        await world.core.delete_namespaced_persistent_volume_claim("data", "default")
-        await world.gone("volume v5", lambda: world.get("v5"))
+        await world.core.delete_namespaced_persistent_volume_claim("data", ns)
+        await world.gone("volume v5", lambda: world.read("v5"))
         await world.gone("PersistentVolume v5", lambda: world.pv("v5"))
         assert agent.ops("v5") == ["prepare", "unprepare"]
 
 
-async def test_deleted_mid_creation(client: ApiClient) -> None:
-    world = World(client)
+async def test_deleted_mid_creation(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1", delay=1.0)
     async with running(volume_controller(client, timings=TIMINGS)), agent_running(agent):
@@ -357,17 +295,17 @@ async def test_deleted_mid_creation(client: ApiClient) -> None:
         async def started() -> bool:
             return agent.ops("v6") == ["prepare"]
         await eventually(started, "the prepare job of v6 started")
-        await world.custom.delete_cluster_custom_object(GROUP, V, "volumes", "v6")
+        await world.delete(GROUP, "volumes", "v6")
         await world.in_phase("v6", "Terminating")
         assert agent.finished == []
-        await world.gone("volume v6", lambda: world.get("v6"))
+        await world.gone("volume v6", lambda: world.read("v6"))
         assert agent.ops("v6") == ["prepare", "unprepare"]
         assert [job.partition(":")[0] for _, job in agent.finished] == ["prepare", "unprepare"]
         assert await world.pv("v6") is None
 
 
-async def test_restart_mid_job_runs_one_job(client: ApiClient) -> None:
-    world = World(client)
+async def test_restart_mid_job_runs_one_job(client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1", delay=1.5)
     async with agent_running(agent):

@@ -13,7 +13,6 @@ without a token, with a wrong one or a malformed one.
 from __future__ import annotations
 
 import base64
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,9 @@ import aiohttp
 import orjson
 import pytest
 
-from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.apiserver.server import ApiServer
+from tests.harness.api import serving
+from tests.harness.http import ssl_context
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -34,15 +35,12 @@ def bearer(token: str) -> str:
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[tuple[ApiServer, aiohttp.ClientSession]]:
-    srv = ApiServer(ApiServerConfig(data_dir=tmp_path / "data", port=0, event_log_size=50))
-    await srv.start()
-    ctx = ssl.create_default_context(cafile=str(srv.data_dir / "pki" / "ca.crt"))
-    try:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx),
-                                         timeout=aiohttp.ClientTimeout(total=30)) as session:
-            yield srv, session
-    finally:
-        await srv.stop()
+    """A server of the test's own: a short event log (50), so that a
+    resourceVersion expires within the test, and no CRDs."""
+    async with serving(tmp_path / "data", with_crds=False, event_log_size=50) as srv, \
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl_context(srv)),
+                                  timeout=aiohttp.ClientTimeout(total=30)) as session:
+        yield srv, session
 
 
 async def create(srv: ApiServer, session: aiohttp.ClientSession, name: str) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """A tiny raw HTTP client for tests that need exact requests and status codes.
 
 Owns: an aiohttp session bound to an in-process :class:`ApiServer` over TLS
-with its token, returning ``(status, body, headers)`` without raising.
+with its token, returning ``(status, body, headers)`` without raising. Paths
+may be written with ``{ns}``: it stands for the client's namespace (the
+test's own, see :mod:`tests.harness.fixtures`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from racksmith.apiserver.server import ApiServer
 
 
 class RawClient:
-    def __init__(self, server: ApiServer, session: aiohttp.ClientSession) -> None:
+    def __init__(self, server: ApiServer, session: aiohttp.ClientSession,
+                 namespace: str = "default") -> None:
         self.server = server
         self.session = session
+        self.ns = namespace
+
+    def path(self, path: str) -> str:
+        """``path`` with ``{ns}`` replaced by this client's namespace."""
+        return path.replace("{ns}", self.ns)
 
     async def request(self, method: str, path: str, body: Any = None, *,
                       content_type: str = "application/json", raw: bytes | None = None,
@@ -31,7 +39,7 @@ class RawClient:
             data = json.dumps(body).encode()
         hdrs = {"Authorization": f"Bearer {self.server.token}", "Content-Type": content_type}
         hdrs.update(headers or {})
-        async with self.session.request(method, self.server.url + path, data=data,
+        async with self.session.request(method, self.server.url + self.path(path), data=data,
                                         headers=hdrs) as resp:
             text = await resp.read()
             try:
@@ -62,8 +70,14 @@ class RawClient:
         return code, out
 
 
+def ssl_context(server: ApiServer) -> ssl.SSLContext:
+    """A client TLS context trusting ``server``'s CA."""
+    return ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
+
+
 @asynccontextmanager
-async def raw_client(server: ApiServer) -> AsyncIterator[RawClient]:
-    ctx = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
-        yield RawClient(server, session)
+async def raw_client(server: ApiServer, namespace: str = "default"
+                     ) -> AsyncIterator[RawClient]:
+    async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=ssl_context(server))) as session:
+        yield RawClient(server, session, namespace)

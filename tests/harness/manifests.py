@@ -1,5 +1,10 @@
-"""Manifests the kubectl tests apply: a user CRD (widgets.example.com) and
-objects of it, written as YAML exactly as a user would."""
+"""Manifests the tests apply: a user CRD (widgets.example.com) and objects
+of it, written as YAML exactly as a user would.
+
+Owns the user kind the kubectl and bad-input tests share (a CRD that is not
+Racksmith's, with printer columns, a selectable field, defaults and
+validation).
+"""
 
 from __future__ import annotations
 

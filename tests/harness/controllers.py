@@ -1,0 +1,67 @@
+"""Running controllers for the length of a block.
+
+Owns how a test starts the controllers it exercises and how they stop:
+:func:`running` starts bare :class:`Controller` objects, :func:`managing`
+runs a :class:`Manager` (:func:`managed` builds one first). Each waits
+(bounded) until everything is ready -- workers started, sources listed --
+before the block runs, and stops everything when the block ends, also when
+it fails: gracefully and bounded for a manager, with ``grace`` for bare
+controllers. A test on a shared server relies on that: when it ends, none of
+its controllers writes any more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from kubernetes_asyncio.client import ApiClient
+
+from racksmith.runtime import Controller, Manager
+from tests.harness.wait import WAIT, eventually
+
+
+@contextlib.asynccontextmanager
+async def running(*controllers: Controller, grace: float = 0.0) -> AsyncIterator[None]:
+    """Start ``controllers``, wait until they are ready, stop them at the end."""
+    try:
+        for ctrl in controllers:
+            ctrl.start()
+        await eventually(lambda: all(c.is_ready for c in controllers), "controllers ready")
+        yield
+    finally:
+        for ctrl in controllers:
+            if ctrl.is_running:
+                await ctrl.stop(grace=grace)
+
+
+@contextlib.asynccontextmanager
+async def managing(manager: Manager, *, wait_ready: bool = True
+                   ) -> AsyncIterator[asyncio.Task[None]]:
+    """Run ``manager`` in a task (waiting until it is ready, unless told not
+    to); stop it gracefully (bounded) at the end."""
+    task = asyncio.create_task(manager.run(), name=f"manager-{manager.identity}")
+    try:
+        if wait_ready:
+            await eventually(lambda: manager.ready or task.done(),
+                             f"{manager.identity} ready")
+            if task.done():
+                task.result()
+                raise AssertionError(f"manager {manager.identity} ended before it was ready")
+        yield task
+    finally:
+        async with asyncio.timeout(WAIT):
+            await manager.stop()
+            await task
+
+
+@contextlib.asynccontextmanager
+async def managed(client: ApiClient, controllers: Sequence[Controller], *, identity: str,
+                  shutdown_timeout: float = 10, **kw: Any) -> AsyncIterator[Manager]:
+    """A :class:`Manager` of ``controllers`` running for the block (see :func:`managing`)."""
+    manager = Manager(client, list(controllers), identity=identity,
+                      shutdown_timeout=shutdown_timeout, **kw)
+    async with managing(manager):
+        yield manager
