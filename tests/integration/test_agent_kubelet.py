@@ -9,6 +9,7 @@ in a namespace of its own (``tests.harness``)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from pathlib import Path
 from typing import Any
@@ -121,3 +122,37 @@ async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: A
         stop.set()
         assert await asyncio.wait_for(agent, 10) == 0
         await core.patch_namespaced_pod("going", ns, {"metadata": {"finalizers": None}})
+
+
+async def test_a_pod_placed_later_runs_through_the_watch(api_server: ApiServer, client: ApiClient,
+                                                        ns: str, root: Path) -> None:
+    """With a status tick far beyond the test, only the kubelet's watch of its
+    node's pods can make a pod created after the start look running."""
+    custom, core = CustomObjectsApi(client), CoreV1Api(client)
+    await custom.create_namespaced_custom_object(
+        "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", lcm_machine(planned(), ns))
+    config = write_config(api_server, root, ns)
+    stop = asyncio.Event()
+    slow_tick = dataclasses.replace(TIMING, kubelet_status=3600.0)
+    agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
+                                          timing=slow_tick, handle_signals=False))
+    try:
+        async with asyncio.timeout(TEST_SECONDS):
+            async def ready() -> bool:
+                obj = await get_lcm(custom, ns)
+                return (obj.get("status") or {}).get("phase") == "Ready"
+
+            # Every item applied (the kubeadm join ticked the kubelet once): from
+            # now on nothing but the watch runs pods before the hour is over.
+            await eventually(ready, "LCMMachine Ready")
+            await core.create_namespaced_pod(ns, pod("late", NAME))
+
+            async def running() -> Any:
+                got = await core.read_namespaced_pod("late", ns)
+                return got if got.status is not None and got.status.phase == "Running" else None
+
+            late = await eventually(running, "pod late Running")
+            assert conditions(late)["Ready"] == "True"
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(agent, 10) == 0
