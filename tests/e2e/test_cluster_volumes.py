@@ -227,14 +227,25 @@ def test_deleted_mid_creation_completes(rack: Rack) -> None:
 
 
 def test_agent_killed_mid_prepare_converges(rack: Rack) -> None:
+    """The agent dies with a prepare job in flight and half a file written.
+    Deterministic: the agent is frozen (SIGSTOP) before the Volume exists, so
+    the job is handed out but cannot finish; what a crash mid-write leaves —
+    the ``.tmp`` of the sparse file — is put in place; then SIGKILL."""
     root = node_root(rack, MASTER)
     pid = int((root / "run/racksmith-agent.pid").read_text().split()[0])
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-    apply(rack, volume_yaml("crashy", MASTER, "local-ext4",
-                            "  sparseLoopDevice:\n    size: 2Gi\n"))
-    wait_for(rack, "the prepare job started",
-             lambda: (volume(rack, "crashy").get("status") or {}).get("job"), 60)
-    os.kill(pid, signal.SIGKILL)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        apply(rack, volume_yaml("crashy", MASTER, "local-ext4",
+                                "  sparseLoopDevice:\n    size: 2Gi\n"))
+        wait_for(rack, "the prepare job handed out",
+                 lambda: (volume(rack, "crashy").get("status") or {}).get("job"), 60)
+        half = sparse_file(rack, MASTER, volume(rack, "crashy"))
+        half = half.with_name(half.name + ".tmp")
+        half.parent.mkdir(parents=True, exist_ok=True)
+        half.write_bytes(b"\0" * 4096)  # an interrupted create
+    finally:
+        os.kill(pid, signal.SIGKILL)
     # systemd restarts the agent on a real host; here the test does.
     log = (root / "var/log/racksmith-agent.log").open("ab")
     proc = subprocess.Popen([a.decode() for a in argv], stdout=log, stderr=log, cwd=ROOT,
