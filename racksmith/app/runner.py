@@ -241,7 +241,11 @@ class Racksmith:
             # An explicit --ironic-port wins; 0 reuses the recorded one, or
             # lets Ironic's start pick one.
             port = s.ironic_port or book.get("ironic")
-            settings = ironic_settings(s.data_dir, port, http_url, http_root, deploy_iso)
+            periodics = s.timings.ironic_service
+            settings = ironic_settings(
+                s.data_dir, port, http_url, http_root, deploy_iso,
+                sync_power_state_interval=periodics.sync_power_state_interval,
+                check_provision_state_interval=periodics.check_provision_state_interval)
             self.on_step("starting Ironic")
             self.ironic = IronicProcess(settings)
             await self.ironic.start()

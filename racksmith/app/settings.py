@@ -15,6 +15,7 @@ from pathlib import Path
 
 from racksmith.controllers import ControllerTimings
 from racksmith.emulator.workloads import WorkloadTimings
+from racksmith.ironic.config import IronicPeriodics
 from racksmith.provisioner.ironic_states import IronicTimings
 
 
@@ -36,6 +37,8 @@ class Timings:
     """The Ironic provisioner's waits after its own requests."""
     reference_workloads: WorkloadTimings = field(default_factory=WorkloadTimings)
     """The reference workload controller (with emulated hosts)."""
+    ironic_service: IronicPeriodics = field(default_factory=IronicPeriodics)
+    """The periodic tasks of the Ironic ``racksmith up`` starts."""
 
 
 @dataclass

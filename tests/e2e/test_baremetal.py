@@ -8,15 +8,22 @@ disk, powered on, one image write each); 1 is deprovisioned; 1 is deleted
 (gone from Ironic and the API) and 1 stays provisioned; a wrong BMC password
 shows a registration error and recovers when the Secret is fixed. Bad input
 gets clear errors and leaves no Ironic node; a profile that cannot fit and
-an image that 404s use one host each. Every property needs one host; the
-rack is as small as that allows (each Redfish host costs Ironic seconds of
-CPU: see docs/testing.md).
+an image that 404s use one host each. Last, on the hosts those tests left
+available, the whole ``racksmith up`` is SIGKILLed while they provision:
+after a restart each converges to provisioned, deployed exactly once.
+
+The module is one scenario on one rack, in file order (the first test
+applies the hosts). Every property needs one host; the rack is as small as
+that allows (each Redfish host costs Ironic seconds of CPU: see
+docs/testing.md).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -224,3 +231,62 @@ def test_bad_input_gets_clear_errors_and_leaves_no_ironic_node(rack: Rack) -> No
     hosts = rack.wait_hosts([HOSTS[4]], lambda h: h.get("status", {}).get("errorType")
                             == "provisioning error", timeout=420, what="in provisioning error")
     assert hosts[HOSTS[4]]["status"]["errorMessage"]
+
+
+CRASH_HOSTS = 3
+"""Enough to catch a repeated deploy or a second Ironic node."""
+
+
+def test_sigkill_while_provisioning_converges_with_one_deploy_per_host(rack: Rack) -> None:
+    """The whole ``racksmith up`` process is SIGKILLed while hosts provision
+    (none provisioned yet, an image write under way): after a restart every
+    one converges to provisioned, and each was deployed exactly once — one
+    Ironic node per host, one more image write per host, no new error. It
+    uses the hosts the tests above left available (run alone, it applies the
+    rack's hosts itself)."""
+    if not rack.hosts():
+        rack.kubectl("apply", "-f", str(rack.data_dir / "emulated-hosts.yaml"))
+        rack.kubectl("apply", "-f", "-", input_text=PROFILE)
+        rack.wait_hosts(HOSTS, lambda h: state(h) == "available", timeout=420,
+                        what="available")
+    rack.kubectl("apply", "-f", "-", input_text=PROFILE)
+    chosen = sorted(n for n, h in rack.hosts().items() if state(h) == "available")[:CRASH_HOSTS]
+    assert len(chosen) == CRASH_HOSTS, rack.hosts().keys()
+    before = rack.hosts()
+    written_before = {n: rack.agent_status()[n]["images_written"] for n in chosen}
+    url, digest, data = _image(rack)
+    for name in chosen:
+        _provision(rack, name, url, digest)
+    rack.wait_hosts(chosen, lambda h: state(h) in ("provisioning", "provisioned"),
+                    timeout=120, what="provisioning")
+    # Let some deploys get under way, then kill the control plane outright.
+    mid_deploy = False
+    deadline = time.monotonic() + 120
+    while not mid_deploy and time.monotonic() < deadline:
+        hosts, agents = rack.hosts(), rack.agent_status()
+        mid_deploy = not any(state(hosts[n]) == "provisioned" for n in chosen) and any(
+            agents[n]["images_written"] > written_before[n] for n in chosen)
+        if not mid_deploy:
+            time.sleep(0.2)
+    rack.server.proc.send_signal(signal.SIGKILL)
+    assert mid_deploy, "no moment with an image written and no host provisioned yet"
+    rack.server.proc.wait(30)
+
+    restarted = start_rack(rack.data_dir, len(HOSTS))
+    rack.server = restarted.server
+    hosts = rack.wait_hosts(chosen, lambda h: state(h) == "provisioned"
+                            and h["status"].get("poweredOn") is True, timeout=600,
+                            what="provisioned after the restart")
+    written = rack.agent_status()
+    assert {n: written[n]["images_written"] - written_before[n] for n in chosen} \
+        == dict.fromkeys(chosen, 1)
+    code, nodes = rack.ironic("/v1/nodes?fields=name,provision_state")
+    assert code == 200
+    names = [n["name"] for n in nodes["nodes"]]
+    assert len(names) == len(set(names)), names
+    for name in chosen:
+        (node,) = [n for n in nodes["nodes"] if n["name"] == f"default~{name}"]
+        assert node["provision_state"] == "active", node
+        assert _disk_holds(rack, name, data), name
+        assert hosts[name]["status"]["errorCount"] == \
+            before[name]["status"].get("errorCount", 0), hosts[name]["status"]

@@ -21,6 +21,7 @@ from racksmith.controllers.maintenance import GracefulRebootTimings, Maintenance
 from racksmith.controllers.update import UpdateTimings
 from racksmith.controllers.volume import VolumeTimings
 from racksmith.emulator.workloads import WorkloadTimings
+from racksmith.ironic.config import IronicPeriodics
 from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.provisioner.ironic_states import IronicTimings
 
@@ -50,8 +51,10 @@ def test_defaults_are_unchanged() -> None:
         baremetalhost=BareMetalHostSettings(), ipamhost=IpamHostTimings(),
         machine=MachineTimings(), volume=VolumeTimings(), update=UpdateTimings(),
         graceful_reboot=GracefulRebootTimings())
+    assert asdict(IronicPeriodics()) == {"sync_power_state_interval": 30,
+                                         "check_provision_state_interval": 5}
     assert Settings().timings == Timings(ControllerTimings(), IronicTimings(),
-                                         WorkloadTimings())
+                                         WorkloadTimings(), IronicPeriodics())
 
 
 def test_nonsense_is_refused() -> None:
@@ -65,6 +68,8 @@ def test_nonsense_is_refused() -> None:
         VolumeTimings(job_poll=0)
     with pytest.raises(ValueError):
         IronicTimings(power_poll=0)
+    with pytest.raises(ValueError):
+        IronicPeriodics(sync_power_state_interval=0)
 
 
 SMALL = Timings(
