@@ -117,7 +117,8 @@ class BMCDetails(RacksmithModel):
     address: str = Field(
         description=(
             "BMC URL: ipmi://, redfish:// (redfish+http, redfish+https), "
-            "redfish-virtualmedia://, idrac-virtualmedia:// or ilo5-virtualmedia://."
+            "redfish-virtualmedia://, idrac-virtualmedia:// or ilo5-virtualmedia://; "
+            "fake:// (no hardware) and fake+http:// (the emulator's fake BMCs)."
         )
     )
     credentials_name: str = Field(
