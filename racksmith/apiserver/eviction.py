@@ -20,6 +20,7 @@ from typing import Any
 from racksmith.apiserver import errors
 from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError, Cause
+from racksmith.apiserver.options import delete_options
 from racksmith.apiserver.selectors import LabelSelector
 from racksmith.apiserver.service import ListOptions, ResourceService, WriteOptions
 
@@ -71,7 +72,7 @@ async def evict(service: ResourceService, namespace: str, name: str, body: Any, 
     if isinstance(body, dict) and body.get("kind") not in (None, "Eviction"):
         raise errors.bad_request(f"expected an Eviction, got {body.get('kind')}")
     pod = await service.get(POD, namespace, name)
-    options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
+    options = delete_options(body.get("deleteOptions") if isinstance(body, dict) else None)
     pods = (await service.list(POD, namespace, ListOptions())).items
     pdbs = (await service.list(PDB, namespace, ListOptions())).items
     labels = pod.get("metadata", {}).get("labels") or {}

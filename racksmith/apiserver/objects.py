@@ -248,6 +248,7 @@ def prepare_update(info: ResourceInfo, old: Obj, new: Obj, *, subresource: str) 
     the status-subresource split."""
     old_meta = old.get("metadata", {})
     meta = new.setdefault("metadata", {})
+    check_immutable_metadata(info, old_meta, meta)
     for key in ("uid", "creationTimestamp", "name", "namespace", "deletionTimestamp",
                 "deletionGracePeriodSeconds", "generation"):
         if key in old_meta:
@@ -279,6 +280,37 @@ def prepare_update(info: ResourceInfo, old: Obj, new: Obj, *, subresource: str) 
         meta["generation"] = int(old_meta["generation"]) + 1
 
 
+def _instant(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.replace(microsecond=0)
+
+
+def check_immutable_metadata(info: ResourceInfo, old_meta: Obj, meta: Obj) -> None:
+    """An update that sets ``uid`` or ``creationTimestamp`` to another value is
+    refused (422 ``field is immutable``); leaving them out keeps the stored
+    ones. Timestamps compare as instants, to the second (the Python client
+    writes ``+00:00`` where the server wrote ``Z``)."""
+    causes: list[Cause] = []
+    uid = meta.get("uid")
+    if uid and uid != old_meta.get("uid"):
+        causes.append(Cause("metadata.uid", f"Invalid value: {_quote(uid)}: field is immutable"))
+    created = meta.get("creationTimestamp")
+    if created and old_meta.get("creationTimestamp") and \
+            _instant(created) != _instant(old_meta["creationTimestamp"]):
+        causes.append(Cause("metadata.creationTimestamp",
+                            f"Invalid value: {_quote(created)}: field is immutable"))
+    if causes:
+        raise errors.invalid(info.kind, str(old_meta.get("name") or ""), causes,
+                             group=info.group)
+
+
 def new_finalizers_while_deleting(old: Obj, new: Obj) -> list[str]:
     """Finalizers added to an object already being deleted (forbidden)."""
     if not old.get("metadata", {}).get("deletionTimestamp"):
@@ -292,7 +324,8 @@ MAX_DEPTH = 100
 
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
-    """Refuse bodies nested deeper than ``limit`` (iteratively: no recursion)."""
+    """Refuse bodies nested deeper than ``limit`` (iteratively: no recursion),
+    and integers JSON cannot carry (YAML's are unbounded)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
@@ -301,6 +334,10 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
         elif isinstance(item, list):
             children = item
         else:
+            if isinstance(item, int) and not isinstance(item, bool) and \
+                    not -(2**63) <= item < 2**64:
+                raise errors.bad_request("the request body holds an integer that does not "
+                                         "fit in 64 bits")
             continue
         if depth > limit:
             raise errors.bad_request(f"the request body is nested more than {limit} levels "

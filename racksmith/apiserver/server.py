@@ -109,8 +109,11 @@ class ApiServer:
             tokens=tokens, anonymous=self.config.insecure_http,
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public))
+        # auto_decompress=False: request bodies are decoded by the HTTP layer
+        # (http/request.py), bounded, so a wrong or unknown Content-Encoding
+        # is the client's 4xx, never a parser traceback.
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True,
-                                     shutdown_timeout=2.0)
+                                     shutdown_timeout=2.0, auto_decompress=False)
         await self._runner.setup()
         site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
         await site.start()

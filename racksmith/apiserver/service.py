@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
+from racksmith.apiserver import corevalidation, errors, patching
 from racksmith.apiserver import crds as crdlib
-from racksmith.apiserver import errors, patching
 from racksmith.apiserver import schema as schemalib
 from racksmith.apiserver.conversion import field_value, from_storage, storage_resource, to_storage
 from racksmith.apiserver.errors import ApiError, Cause
@@ -39,6 +39,7 @@ from racksmith.apiserver.objects import (
     prepare_update,
     validate_metadata,
 )
+from racksmith.apiserver.options import check_metadata_types
 from racksmith.apiserver.registry import ResourceInfo
 from racksmith.apiserver.selectors import FieldSelector, LabelSelector, SelectorError
 from racksmith.apiserver.store.base import (
@@ -260,6 +261,8 @@ class ResourceService:
             meta = obj["metadata"] = {}
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata must be an object")
+        check_metadata_types(info.kind, meta)
+        corevalidation.check_decoding(info, obj)
         body_ns = meta.get("namespace")
         if info.namespaced and body_ns and namespace and body_ns != namespace:
             raise errors.bad_request(
@@ -292,8 +295,10 @@ class ResourceService:
         if causes:
             raise errors.invalid(info.kind, _name(obj), causes, group=info.group)
 
-    def _validate(self, info: ResourceInfo, obj: Obj, namespace: str) -> None:
+    def _validate(self, info: ResourceInfo, obj: Obj, namespace: str,
+                  old: Obj | None = None) -> None:
         causes: list[Cause] = validate_metadata(info, obj, namespace=namespace)
+        causes.extend(corevalidation.validate(info, obj, old))
         if info.group == "apiextensions.k8s.io" and info.plural == "customresourcedefinitions":
             causes.extend(crdlib.validate_crd(obj))
         if causes:
@@ -378,7 +383,7 @@ class ResourceService:
         prepare_update(info, old, new, subresource=subresource)
         self._schema_pass(info, new, opts, warnings)
         builtin_defaults(info, new)
-        self._validate(info, new, key.namespace)
+        self._validate(info, new, key.namespace, old)
         added = new_finalizers_while_deleting(old, new)
         if added:
             raise errors.invalid(info.kind, key.name, [Cause(

@@ -78,8 +78,14 @@ def routes(alertmanager_url: Callable[[], str | None] = lambda: None) -> list[Ro
 
     async def asset(request: web.Request) -> web.Response:
         rel = request.match_info["path"]
-        target = (root / rel).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
+        try:
+            if "\x00" in rel:
+                raise ValueError("NUL in path")
+            target = (root / rel).resolve()
+            found = target.is_relative_to(root) and target.is_file()
+        except (OSError, ValueError):
+            found = False
+        if not found:
             raise web.HTTPNotFound(text="no such console asset")
         return _file_response(target)
 

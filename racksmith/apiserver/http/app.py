@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import traceback
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,15 +21,17 @@ import orjson
 from aiohttp import web
 
 from racksmith.apiserver import discovery, errors
+from racksmith.apiserver import options as envelope
 from racksmith.apiserver.eviction import evict
 from racksmith.apiserver.http.request import (
     AcceptInfo,
     Target,
-    decode,
+    decode_body,
     media_type,
     parse_accept,
     parse_bool,
     parse_int,
+    parse_resource_version,
     read_body,
     resolve,
 )
@@ -96,6 +100,21 @@ def _json(data: Any, status: int = 200, *, content_type: str = "application/json
     return resp
 
 
+def _printable(text: str, limit: int = 200) -> str:
+    """A request path as it may appear in a log line: bounded, escaped."""
+    clipped = text if len(text) <= limit else text[:limit] + "..."
+    return clipped.encode("unicode_escape").decode("ascii")
+
+
+def _origin(exc: BaseException) -> str:
+    """``file:line in function`` of the innermost frame (no values)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    last = frames[-1]
+    return f"{last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name}"
+
+
 def _status_response(err: errors.ApiError) -> web.Response:
     resp = _json(err.to_status(), err.code)
     if err.retry_after is not None:
@@ -116,26 +135,38 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             return _status_response(err)
         except web.HTTPException:
             raise
-        except Exception:
-            log.exception("internal error serving %s %s", request.method, request.path)
-            return _status_response(errors.internal("an internal error occurred; see the "
-                                                    "server log"))
+        except Exception as exc:
+            # One line, no traceback locals, no request data beyond the verb
+            # and the path: the id ties the client's Status to this line.
+            request_id = uuid.uuid4().hex[:16]
+            log.error("internal error serving %s %s (request id %s): %s at %s",
+                      request.method, _printable(request.path), request_id,
+                      type(exc).__name__, _origin(exc))
+            log.debug("traceback of request %s", request_id, exc_info=True)
+            resp = _status_response(errors.internal(
+                f"an internal error occurred (request id {request_id}); see the server log"))
+            resp.headers["Audit-Id"] = request_id
+            return resp
 
     @web.middleware
     async def auth_middleware(request: web.Request,
                               handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                               ) -> web.StreamResponse:
-        if request.path not in PUBLIC_PATHS and not config.public(request.path):
-            header = request.headers.get("Authorization", "") or _websocket_bearer(request)
-            user: User | None = None
-            if header.startswith("Bearer "):
-                user = config.tokens.get(header[7:].strip())
-                if user is None:
-                    raise errors.unauthorized()
-            elif not config.anonymous:
+        public = request.path in PUBLIC_PATHS or config.public(request.path)
+        header = request.headers.get("Authorization", "") or _websocket_bearer(request)
+        user: User | None = None
+        scheme, _, offered = header.strip().partition(" ")
+        token = offered.strip()
+        if scheme.lower() == "bearer" and token:
+            # An invalid credential is a 401 on every path, public ones too
+            # (kube-apiserver): only a request with none is anonymous.
+            user = config.tokens.get(token)
+            if user is None:
                 raise errors.unauthorized()
-            if user is not None:
-                request[USER_KEY] = user
+        elif not public and not config.anonymous:
+            raise errors.unauthorized()
+        if user is not None:
+            request[USER_KEY] = user
         return await handler(request)
 
     app = web.Application(middlewares=[error_middleware, auth_middleware],
@@ -242,6 +273,7 @@ def _write_opts(request: web.Request) -> WriteOptions:
 
 def _list_opts(request: web.Request) -> ListOptions:
     q = request.query
+    parse_resource_version(q.get("resourceVersion"))
     return ListOptions(label_selector=q.get("labelSelector", ""),
                        field_selector=q.get("fieldSelector", ""),
                        limit=max(0, parse_int(q.get("limit"), "limit")),
@@ -272,7 +304,8 @@ async def _serve_resource(request: web.Request, target: Target,
         if method == "GET":
             if parse_bool(request.query.get("watch"), "watch"):
                 params = WatchParams(
-                    resource_version=request.query.get("resourceVersion", ""),
+                    resource_version=parse_resource_version(
+                        request.query.get("resourceVersion")),
                     timeout_seconds=max(0, parse_int(request.query.get("timeoutSeconds"),
                                                      "timeoutSeconds")),
                     bookmarks=parse_bool(request.query.get("allowWatchBookmarks"),
@@ -302,7 +335,7 @@ async def _serve_resource(request: web.Request, target: Target,
                 raise errors.method_not_allowed(
                     f"POST is not supported on {info.plural} across all namespaces; use "
                     f"/namespaces/<namespace>/{info.plural}")
-            body = decode(await read_body(request), media_type(request))
+            body = await decode_body(await read_body(request), media_type(request))
             res = await service.create(info, ns, body, _write_opts(request))
             return _result(info, res, accept, request, 201)
         if method == "DELETE":
@@ -320,26 +353,29 @@ async def _serve_resource(request: web.Request, target: Target,
     if sub == "eviction":
         if method != "POST":
             raise errors.method_not_allowed("eviction only supports POST")
-        body = decode(await read_body(request), media_type(request))
+        body = await decode_body(await read_body(request), media_type(request))
         status = await evict(service, ns, name, body,
                              dry_run=bool(request.query.getall("dryRun", [])))
         return _json(status, 201)
     if sub == "finalize":
         if method != "PUT":
             raise errors.method_not_allowed("finalize only supports PUT")
-        body = decode(await read_body(request), media_type(request))
+        body = await decode_body(await read_body(request), media_type(request))
+        fins = envelope.finalize_finalizers(body)
         current = await service.get(info, ns, name)
-        fins = (body.get("spec") or {}).get("finalizers") if isinstance(body, dict) else None
-        current.setdefault("spec", {})["finalizers"] = fins or []
+        if not isinstance(current.get("spec"), dict):
+            current["spec"] = {}
+        current["spec"]["finalizers"] = fins
         if not fins:
             current["spec"].pop("finalizers")
         res = await service.update(info, ns, name, current, _write_opts(request))
         return _result(info, res, accept, request)
     if method == "GET":
+        parse_resource_version(request.query.get("resourceVersion"))
         obj = await service.get(info, ns, name)
         return _json(_render(info, obj, accept, request))
     if method == "PUT":
-        body = decode(await read_body(request), media_type(request))
+        body = await decode_body(await read_body(request), media_type(request))
         res = await service.update(info, ns, name, body, _write_opts(request), subresource=sub)
         return _result(info, res, accept, request)
     if method == "PATCH":
@@ -353,7 +389,7 @@ async def _serve_resource(request: web.Request, target: Target,
             raise errors.unsupported_media_type(ctype)
         if ctype == "application/strategic-merge-patch+json" and not info.builtin:
             raise errors.unsupported_media_type(ctype)
-        body = decode(raw, ctype)
+        body = await decode_body(raw, ctype)
         res = await service.patch(info, ns, name, ctype, body, _write_opts(request),
                                   subresource=sub)
         return _result(info, res, accept, request, 201 if res.created else 200)
@@ -376,15 +412,14 @@ async def _serve_resource(request: web.Request, target: Target,
 
 async def _delete_options(request: web.Request) -> Obj:
     raw = await read_body(request)
-    options: Obj = {}
+    parsed: Obj = {}
     if raw.strip():
-        parsed = decode(raw, media_type(request))
-        if not isinstance(parsed, dict):
-            raise errors.bad_request("DeleteOptions must be an object")
-        options = parsed
+        parsed = envelope.delete_options(await decode_body(raw, media_type(request)))
     q = request.query
     if q.get("propagationPolicy"):
-        options["propagationPolicy"] = q["propagationPolicy"]
+        parsed["propagationPolicy"] = q["propagationPolicy"]
     if q.get("orphanDependents"):
-        options["orphanDependents"] = parse_bool(q["orphanDependents"], "orphanDependents")
-    return options
+        parsed["orphanDependents"] = parse_bool(q["orphanDependents"], "orphanDependents")
+    if q.get("gracePeriodSeconds"):
+        parsed["gracePeriodSeconds"] = parse_int(q["gracePeriodSeconds"], "gracePeriodSeconds")
+    return parsed

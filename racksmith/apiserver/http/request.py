@@ -9,19 +9,27 @@ envelope typed kubectl commands send) with the size limit; and reading the
 
 from __future__ import annotations
 
+import asyncio
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestPayloadError
 
 from racksmith.apiserver import errors
 from racksmith.apiserver import protobuf as pb
+from racksmith.apiserver.http import yamldecode
 from racksmith.apiserver.objects import MAX_DEPTH, check_depth
 from racksmith.apiserver.registry import Registry, ResourceInfo
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
+OFF_LOOP_BYTES = 128 * 1024
+"""Bodies larger than this are decoded in a worker thread, so that a big
+request does not hold up every other client (``/readyz`` included)."""
+INT64_MAX = 2**63 - 1
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
@@ -37,13 +45,36 @@ def parse_bool(value: str | None, name: str) -> bool:
 
 
 def parse_int(value: str | None, name: str) -> int:
+    """A 64-bit signed integer parameter (Go's ``strconv.ParseInt(v, 10, 64)``)."""
     if value is None or value == "":
         return 0
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.bad_request(f'invalid integer value "{value}" for parameter '
-                                 f"{name}") from None
+    text = value.strip()
+    if not text or len(text) > 20 or not (text.lstrip("+-").isdigit() and text.isascii()):
+        raise errors.bad_request(f'invalid integer value "{_shown(value)}" for parameter '
+                                 f"{name}")
+    number = int(text)
+    if not -INT64_MAX - 1 <= number <= INT64_MAX:
+        raise errors.bad_request(f'invalid integer value "{_shown(value)}" for parameter '
+                                 f"{name}: value out of range")
+    return number
+
+
+def parse_resource_version(value: str | None, name: str = "resourceVersion") -> str:
+    """A resourceVersion parameter: empty or a non-negative integer (kube: 400
+    otherwise, for lists, gets and watches alike)."""
+    if value is None or value == "":
+        return ""
+    if not (value.isascii() and value.isdigit()) or len(value) > 20 or \
+            int(value) > INT64_MAX:
+        raise errors.bad_request(f'invalid resource version "{_shown(value)}" for parameter '
+                                 f"{name}: must be a non-negative integer")
+    return value
+
+
+def _shown(value: str, limit: int = 64) -> str:
+    """A query value as it may be quoted in an error: bounded and printable."""
+    text = value if len(value) <= limit else value[:limit] + "..."
+    return text.encode("unicode_escape").decode("ascii").replace('"', '\\"')
 
 
 @dataclass(frozen=True)
@@ -94,21 +125,66 @@ def resolve(registry: Registry, segments: list[str]) -> Target:
 
 
 async def read_body(request: web.Request) -> bytes:
+    """The request body after its Content-Encoding (identity, gzip, deflate),
+    at most MAX_BODY_BYTES before and after decoding (a small gzip bomb is a
+    413 like a large body)."""
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         raise errors.too_large()
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    decoder = _decoder(encoding)
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.content.iter_chunked(65536):
-        total += len(chunk)
-        if total > MAX_BODY_BYTES:
-            raise errors.too_large()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.content.iter_chunked(65536):
+            if decoder is not None:
+                chunk = decoder.decompress(chunk, MAX_BODY_BYTES + 1 - total)
+                if decoder.unconsumed_tail:
+                    raise errors.too_large()
+            total += len(chunk)
+            if total > MAX_BODY_BYTES:
+                raise errors.too_large()
+            chunks.append(chunk)
+        if decoder is not None:
+            tail = decoder.flush()
+            if not decoder.eof:
+                raise zlib.error("the compressed stream is truncated")
+            total += len(tail)
+            if total > MAX_BODY_BYTES:
+                raise errors.too_large()
+            chunks.append(tail)
+    except (RequestPayloadError, HttpProcessingError, zlib.error, EOFError,
+            ValueError) as exc:
+        # A body that does not match its Content-Encoding (gzip that is not
+        # gzip, a truncated stream): the client's fault.
+        raise errors.bad_request(
+            f"the request body could not be read: {type(exc).__name__} (check "
+            "Content-Encoding)") from None
     return b"".join(chunks)
+
+
+def _decoder(encoding: str) -> Any:
+    """A zlib decompressor for the Content-Encoding (None: identity)."""
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        return zlib.decompressobj()
+    raise errors.ApiError(415, "UnsupportedMediaType",
+                          f"unsupported Content-Encoding {_shown(encoding)}: supported "
+                          "encodings are identity, gzip and deflate")
 
 
 def media_type(request: web.Request) -> str:
     return (request.headers.get("Content-Type") or "application/json").split(";")[0].strip(
     ).lower()
+
+
+async def decode_body(body: bytes, content_type: str) -> Any:
+    """:func:`decode`, in a worker thread for a large body."""
+    if len(body) > OFF_LOOP_BYTES:
+        return await asyncio.to_thread(decode, body, content_type)
+    return decode(body, content_type)
 
 
 def decode(body: bytes, content_type: str) -> Any:
@@ -132,9 +208,9 @@ def _decode(body: bytes, content_type: str) -> Any:
             raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
     if content_type.endswith("yaml"):
         try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error decoding YAML: {_first_line(str(exc))}") from None
+            return yamldecode.load(body)
+        except yamldecode.YamlBodyError as exc:
+            raise errors.bad_request(str(exc)) from None
     if content_type in ("application/json", "application/merge-patch+json",
                         "application/json-patch+json",
                         "application/strategic-merge-patch+json", "*/*", ""):
@@ -143,10 +219,6 @@ def _decode(body: bytes, content_type: str) -> Any:
         except orjson.JSONDecodeError as exc:
             raise errors.bad_request(f"error decoding JSON: {exc}") from None
     raise errors.unsupported_media_type(content_type)
-
-
-def _first_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
