@@ -61,6 +61,8 @@ def base64_error_offset(text: str) -> int | None:
     pad = stripped.find("=")
     if pad != -1:
         tail = stripped[pad:]
+        if pad % 4 == 2 and tail == "=":
+            return len(stripped)   # Go: "==" expected, not enough padding
         if tail.strip("=") or len(tail) > 2 or len(stripped) % 4:
             return pad
     if len(stripped) % 4:

@@ -15,6 +15,7 @@ import contextlib
 import copy
 import logging
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,10 @@ log = logging.getLogger("racksmith.apiserver")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
+SWITCH_INTERVAL = 0.0005
+"""Seconds a thread may hold the GIL while another waits (sys.setswitchinterval)."""
+
+
 @dataclass
 class ApiServerConfig:
     data_dir: Path
@@ -46,6 +51,9 @@ class ApiServerConfig:
     insecure_http: bool = False
     """Plain http and anonymous access: only for tests that ask for it."""
     event_log_size: int = 100_000
+    max_watches: int = 4096
+    """Concurrent watch streams served at most; one more is a 429 with
+    Retry-After (each costs a queue and a task)."""
 
 
 @dataclass
@@ -83,6 +91,10 @@ class ApiServer:
         return self.data_dir / "kubeconfig"
 
     async def start(self, bootstrap: Iterable[Obj] = ()) -> None:
+        # Large requests do their pure CPU work in worker threads; a short GIL
+        # switch interval keeps the event loop's latency low meanwhile (the
+        # default 5 ms, paid at every I/O wake-up, adds up to hundreds).
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.token = pki.ensure_admin_token(self.data_dir)
         self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
@@ -108,7 +120,8 @@ class ApiServer:
         app = build_app(self.registry, self.service, HttpConfig(
             tokens=tokens, anonymous=self.config.insecure_http,
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
-            metrics=self.metrics, extra_routes=self.extra_routes, public=self.public))
+            metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
+            max_watches=self.config.max_watches))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.

@@ -71,6 +71,10 @@ class WriteOptions:
     field_validation: str = "Warn"  # Strict | Warn | Ignore
     field_manager: str = ""
     force: bool = False
+    large: bool = False
+    """The request body was large: the pure steps of the write (schema pass,
+    validation, managed fields) run in a worker thread, so that the event
+    loop keeps serving everybody else."""
 
 
 @dataclass
@@ -335,16 +339,20 @@ class ResourceService:
         if info.namespaced and not namespace:
             namespace = "default"
         warnings: builtins.list[str] = []
-        prepare_create(info, obj, namespace=namespace)
-        self._schema_pass(info, obj, opts, warnings)
-        builtin_defaults(info, obj)
-        self._validate(info, obj, namespace)
+
+        def prepare() -> None:
+            prepare_create(info, obj, namespace=namespace)
+            self._schema_pass(info, obj, opts, warnings)
+            builtin_defaults(info, obj)
+            self._validate(info, obj, namespace)
+            if info.plural == "namespaces" and info.group == "":
+                obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+                obj["status"] = {"phase": "Active"}
+            patching.record_update(None, obj, manager=opts.field_manager or "unknown",
+                                   api_version=info.api_version, now=now_rfc3339())
+
+        await _pure(prepare, opts)
         await self._check_namespace(info, namespace)
-        if info.plural == "namespaces" and info.group == "":
-            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
-            obj["status"] = {"phase": "Active"}
-        patching.record_update(None, obj, manager=opts.field_manager or "unknown",
-                               api_version=info.api_version, now=now_rfc3339())
         key = self.key(info, namespace, _name(obj))
         if opts.dry_run:
             if await self._get_raw(info, key) is not None:
@@ -378,22 +386,26 @@ class ResourceService:
                              opts: WriteOptions, *, subresource: str = "",
                              skip_managed: bool = False) -> WriteResult:
         warnings: builtins.list[str] = []
-        check_depth(new, 2 * MAX_DEPTH)
-        new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
-        prepare_update(info, old, new, subresource=subresource)
-        self._schema_pass(info, new, opts, warnings)
-        builtin_defaults(info, new)
-        self._validate(info, new, key.namespace, old)
-        added = new_finalizers_while_deleting(old, new)
-        if added:
-            raise errors.invalid(info.kind, key.name, [Cause(
-                "metadata.finalizers", f'Forbidden: no new finalizers can be added if the '
-                f'object is being deleted, found new finalizers {added}',
-                "FieldValueForbidden")], group=info.group)
-        if not skip_managed:
-            patching.record_update(old, new, manager=opts.field_manager or "unknown",
-                                   api_version=info.api_version, now=now_rfc3339(),
-                                   subresource=subresource)
+
+        def prepare() -> None:
+            check_depth(new, 2 * MAX_DEPTH)
+            new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+            prepare_update(info, old, new, subresource=subresource)
+            self._schema_pass(info, new, opts, warnings)
+            builtin_defaults(info, new)
+            self._validate(info, new, key.namespace, old)
+            added = new_finalizers_while_deleting(old, new)
+            if added:
+                raise errors.invalid(info.kind, key.name, [Cause(
+                    "metadata.finalizers", f'Forbidden: no new finalizers can be added if the '
+                    f'object is being deleted, found new finalizers {added}',
+                    "FieldValueForbidden")], group=info.group)
+            if not skip_managed:
+                patching.record_update(old, new, manager=opts.field_manager or "unknown",
+                                       api_version=info.api_version, now=now_rfc3339(),
+                                       subresource=subresource)
+
+        await _pure(prepare, opts)
         if _same(old, new):
             return WriteResult(old, warnings=warnings)
         old_rv = int(old["metadata"]["resourceVersion"])
@@ -654,6 +666,15 @@ class ResourceService:
                 raise
             deleted.append(res.obj)
         return deleted
+
+
+async def _pure(step: Callable[[], None], opts: WriteOptions) -> None:
+    """Run a pure, CPU-bound step of a write: in a worker thread for a large
+    request (it works on the request's private copies only), inline otherwise."""
+    if opts.large:
+        await asyncio.to_thread(step)
+    else:
+        step()
 
 
 def _same(old: Obj, new: Obj) -> bool:

@@ -50,6 +50,7 @@ from tests.harness.rawapi import (
     settle,
     widget,
 )
+from tests.harness.wait import eventually
 
 pytestmark = [pytest.mark.timeout(180)]
 MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -286,6 +287,28 @@ async def test_readyz_answers_while_a_large_upload_is_in_flight(api: Api) -> Non
     gate.set()
     r = await upload
     assert_status(r, 413, "RequestEntityTooLarge")
+
+
+async def test_watches_beyond_the_limit_are_a_429_until_one_ends(tmp_path: Any) -> None:
+    async with serving(tmp_path / "data", max_watches=2) as server, client(server) as a:
+        url = server.url + "/api/v1/namespaces/default/configmaps?watch=true"
+        hdrs = {"Authorization": f"Bearer {server.token}"}
+        first = await a.session.get(url, headers=hdrs)
+        second = await a.session.get(url, headers=hdrs)
+        assert (first.status, second.status) == (200, 200)
+        r = await a.get("/api/v1/namespaces/default/configmaps", params={"watch": "true"})
+        assert_status(r, 429, "TooManyRequests", mentions=("at most 2",))
+        assert r.headers["Retry-After"] == "1"
+        assert (await a.get("/api/v1/namespaces/default/configmaps")).status == 200
+        first.close()
+
+        async def slot_freed() -> bool:
+            probe = await a.session.get(url + "&timeoutSeconds=1", headers=hdrs)
+            probe.close()
+            return probe.status == 200
+
+        await eventually(slot_freed, "a watch slot to be freed")
+        second.close()
 
 
 # ---- Kubernetes' rules --------------------------------------------------------------------------

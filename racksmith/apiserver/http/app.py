@@ -10,10 +10,11 @@ semantics live in :mod:`racksmith.apiserver.service`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from racksmith.apiserver import discovery, errors
 from racksmith.apiserver import options as envelope
 from racksmith.apiserver.eviction import evict
 from racksmith.apiserver.http.request import (
+    OFF_LOOP_BYTES,
     AcceptInfo,
     Target,
     decode_body,
@@ -68,6 +70,8 @@ class HttpConfig:
         = field(default_factory=list)
     public: Callable[[str], bool] = lambda _path: False
     """Extra paths served without a token (the console's static assets)."""
+    max_watches: int = 4096
+    """Concurrent watches at most (one more: 429 TooManyRequests)."""
 
 
 WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
@@ -124,6 +128,7 @@ def _status_response(err: errors.ApiError) -> web.Response:
 
 def build_app(registry: Registry, service: ResourceService, config: HttpConfig) -> web.Application:
     openapi = OpenAPICache(registry)
+    watches = WatchSlots(config.max_watches)
 
     @web.middleware
     async def error_middleware(request: web.Request,
@@ -229,7 +234,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                 raise errors.no_such_path()
             return _json(doc)
         target = resolve(registry, segments)
-        return await _serve_resource(request, target, service)
+        return await _serve_resource(request, target, service, watches)
 
     app.router.add_get("/healthz", health)
     app.router.add_get("/livez", health)
@@ -267,8 +272,11 @@ def _write_opts(request: web.Request) -> WriteOptions:
         # apply requests must name theirs.
         agent = request.headers.get("User-Agent", "")
         manager = agent.split("/")[0][:128] if agent else ""
+    large = (request.content_length or 0) > OFF_LOOP_BYTES or \
+        request.headers.get("Transfer-Encoding", "").lower() == "chunked"
     return WriteOptions(dry_run=bool(dry), field_validation=validation,
-                        field_manager=manager, force=parse_bool(q.get("force"), "force"))
+                        field_manager=manager, force=parse_bool(q.get("force"), "force"),
+                        large=large)
 
 
 def _list_opts(request: web.Request) -> ListOptions:
@@ -294,8 +302,27 @@ def _result(info: ResourceInfo, res: WriteResult, accept: AcceptInfo, request: w
     return _json(_render(info, res.obj, accept, request), status, warnings=res.warnings)
 
 
-async def _serve_resource(request: web.Request, target: Target,
-                          service: ResourceService) -> web.StreamResponse:
+@dataclass
+class WatchSlots:
+    """How many watch streams are open, against the limit."""
+
+    limit: int
+    open: int = 0
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        if self.open >= self.limit:
+            raise errors.too_many_requests(
+                f"too many watches: this server serves at most {self.limit} at once", 1)
+        self.open += 1
+        try:
+            yield
+        finally:
+            self.open -= 1
+
+
+async def _serve_resource(request: web.Request, target: Target, service: ResourceService,
+                          watches: WatchSlots) -> web.StreamResponse:
     info = target.info
     method = request.method
     accept = parse_accept(request.headers.get("Accept"))
@@ -313,7 +340,9 @@ async def _serve_resource(request: web.Request, target: Target,
                     send_initial_events=parse_bool(request.query.get("sendInitialEvents"),
                                                    "sendInitialEvents"),
                     list_opts=_list_opts(request), table=accept.table, partial=accept.partial)
-                return await serve_watch(request, service, info, target.namespace, params)
+                with watches.slot():
+                    return await serve_watch(request, service, info, target.namespace,
+                                             params)
             page = await service.list(info, target.namespace, _list_opts(request))
             if accept.table:
                 return _json(to_table(info, page.items, rv=str(page.rv),
