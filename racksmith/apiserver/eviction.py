@@ -10,10 +10,17 @@ numbers. If any matching PDB allows no disruption the answer is 429
 nothing is deleted. Otherwise the pod is deleted (its finalizers honoured)
 and a ``Success`` Status is returned. Pods that are not healthy may always
 be evicted (kube's ``IfHealthyBudget`` policy).
+
+Evictions in one namespace are decided one at a time (a lock per namespace
+in this process): the budget is read, checked and spent atomically, so two
+concurrent drains never take the last allowed disruption twice. One API
+server process serves a store; several replicas would need kube's way
+(optimistic writes of the PDB's status) instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -67,10 +74,29 @@ def budget(pdb: Obj, pods: list[Obj]) -> tuple[int, int, int, int]:
     return expected, healthy, desired, allowed
 
 
+_LOCKS: dict[str, asyncio.Lock] = {}
+
+
+def _namespace_lock(namespace: str) -> asyncio.Lock:
+    lock = _LOCKS.get(namespace)
+    if lock is None:
+        lock = _LOCKS[namespace] = asyncio.Lock()
+    return lock
+
+
 async def evict(service: ResourceService, namespace: str, name: str, body: Any, *,
                 dry_run: bool = False) -> Obj:
     if isinstance(body, dict) and body.get("kind") not in (None, "Eviction"):
         raise errors.bad_request(f"expected an Eviction, got {body.get('kind')}")
+    # Evictions in one namespace are decided one at a time: two concurrent
+    # evictions must not both spend the budget's last allowed disruption
+    # (kube serialises them through optimistic writes of the PDB's status).
+    async with _namespace_lock(namespace):
+        return await _evict(service, namespace, name, body, dry_run=dry_run)
+
+
+async def _evict(service: ResourceService, namespace: str, name: str, body: Any, *,
+                 dry_run: bool) -> Obj:
     pod = await service.get(POD, namespace, name)
     options = delete_options(body.get("deleteOptions") if isinstance(body, dict) else None)
     pods = (await service.list(POD, namespace, ListOptions())).items

@@ -208,6 +208,27 @@ async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer, ns
         assert got["status"]["currentHealthy"] == 2
 
 
+async def test_concurrent_evictions_spend_the_budget_once(api_server: ApiServer,
+                                                          ns: str) -> None:
+    """Six evictions at once against a budget that allows one: exactly one
+    pod goes (they must not all read "one allowed" and all delete)."""
+    async with raw_client(api_server, ns) as c:
+        for i in range(6):
+            assert (await c.post(PODS, pod(f"db-{i}", ready=True)))[0] == 201
+        pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+               "metadata": {"name": "db"},
+               "spec": {"minAvailable": 5, "selector": {"matchLabels": {"app": "db"}}}}
+        assert (await c.post(PDBS, pdb))[0] == 201
+        answers = await asyncio.gather(*(
+            c.post(f"{PODS}/db-{i}/eviction", {"apiVersion": "policy/v1", "kind": "Eviction",
+                                               "metadata": {"name": f"db-{i}"}})
+            for i in range(6)))
+        codes = sorted(code for code, _ in answers)
+        assert codes == [201, 429, 429, 429, 429, 429], answers
+        _, left = await c.get(PODS)
+        assert len(left["items"]) == 5
+
+
 async def _watch_lines(server: ApiServer, path: str, count: int,
                        timeout: float = 20) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
