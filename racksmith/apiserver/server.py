@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from racksmith import filemodes
 from racksmith.apiserver import pki
 from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError
@@ -83,7 +84,9 @@ class ApiServer:
         return self.data_dir / "kubeconfig"
 
     async def start(self, bootstrap: Iterable[Obj] = ()) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # 0700, whatever the umask (see racksmith.filemodes); the files below
+        # are written 0600 by pki and the store.
+        filemodes.private_dir(self.data_dir)
         self.token = pki.ensure_admin_token(self.data_dir)
         self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
         tokens = pki.load_tokens(self.data_dir / "tokens.csv")
