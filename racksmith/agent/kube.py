@@ -32,6 +32,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from racksmith.kinds.lcm import GROUP, LCMMachine
 from racksmith.kinds.storage import GROUP as STORAGE_GROUP
 from racksmith.kinds.storage import Volume
+from racksmith.redact import register_secret
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.source import KubeSource, Resource
 
@@ -65,6 +66,7 @@ def api_client(server: str, token: str, ca_data: str | None, scratch: Path) -> A
     in the existing directory ``scratch`` only for that moment. Close with
     ``await c.close()``.
     """
+    register_secret(token)  # never in a log line (racksmith.redact)
     configuration = Configuration(host=server.rstrip("/"))
     configuration.api_key = {"BearerToken": token}
     configuration.api_key_prefix = {"BearerToken": "Bearer"}

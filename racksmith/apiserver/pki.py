@@ -15,9 +15,12 @@ Owns, under the data directory:
 and writes kubeconfig files pointing at the server. kubectl drops bearer
 tokens over plain http, so tokens go with TLS (``certificate-authority-data``).
 
-Private keys and files holding tokens are created 0600 and written atomically
-(temp file + rename). Neither tokens nor keys ever appear in logs or error
-messages.
+Every file here (keys, tokens, certificates alike) is created 0600 and
+written atomically (temp file + rename), in 0700 directories
+(:mod:`racksmith.filemodes`).
+Neither tokens nor keys ever appear in logs or error messages: every token
+read or made here is registered with :mod:`racksmith.redact`, which takes
+them out of any log line.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from racksmith.filemodes import private_dir
+from racksmith.redact import register_secrets
 
 __all__ = [
     "ADMIN_GROUPS",
@@ -105,7 +111,7 @@ def _atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
 
 
 def _private_dir(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dir(path)
 
 
 # --------------------------------------------------------------------------- certificates
@@ -316,7 +322,7 @@ def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")
     if not _serving_is_current(cert_path, key_path, ca_cert, ips, names):
         cert, key = _issue_serving(ca_cert, ca_key, ips, names)
         _atomic_write(key_path, _key_pem(key))
-        _atomic_write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+        _atomic_write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
     key_path.chmod(0o600)
 
     return Pki(
@@ -333,7 +339,7 @@ def _generate_ca(
     log.info("generating the racksmith CA in %s", ca_path.parent)
     cert, key = _issue_ca()
     _atomic_write(ca_key_path, _key_pem(key))
-    _atomic_write(ca_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
+    _atomic_write(ca_path, cert.public_bytes(serialization.Encoding.PEM))
     return cert, key
 
 
@@ -385,6 +391,8 @@ def load_tokens(path: Path) -> dict[str, User]:
             raise TokenFileError(f"{where}: duplicates the token of line {seen_at[token]}")
         users[token] = User(name=name, uid=uid, groups=groups)
         seen_at[token] = lineno
+    # Whoever reads tokens (the API server) never logs them: see racksmith.redact.
+    register_secrets(users)
     return users
 
 
@@ -421,6 +429,7 @@ def ensure_user_token(data_dir: Path, name: str, groups: tuple[str, ...]) -> str
         if existing and not existing.endswith("\n"):
             existing += "\n"
     token = secrets.token_urlsafe(32)
+    register_secrets([token])
     user = User(name=name, uid=str(uuid.uuid4()), groups=groups)
     _atomic_write(path, (existing + _token_line(token, user)).encode("utf-8"))
     log.info("created the %s token in %s", name, path)

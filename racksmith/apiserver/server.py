@@ -23,6 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
+from racksmith import filemodes
 from racksmith.apiserver import pki
 from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError
@@ -95,7 +96,9 @@ class ApiServer:
         # switch interval keeps the event loop's latency low meanwhile (the
         # default 5 ms, paid at every I/O wake-up, adds up to hundreds).
         sys.setswitchinterval(SWITCH_INTERVAL)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # 0700, whatever the umask (see racksmith.filemodes); the files below
+        # are written 0600 by pki and the store.
+        filemodes.private_dir(self.data_dir)
         self.token = pki.ensure_admin_token(self.data_dir)
         self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
         tokens = pki.load_tokens(self.data_dir / "tokens.csv")

@@ -6,7 +6,8 @@ objects), a Kubernetes client for the controllers (through the kubeconfig,
 exactly as on a real cluster), the controllers (:func:`build_controllers`,
 with the waits of ``Settings.timings``) and their manager, ``--apply``
 manifests — plus readiness (``/readyz`` is 200 once the API and every
-controller run), ``/metrics`` and clean shutdown on SIGINT/SIGTERM.
+controller run), ``/metrics`` and clean shutdown on SIGINT/SIGTERM. On
+start the data dir is made private (:func:`racksmith.filemodes.tighten_tree`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from racksmith import console
+from racksmith import console, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.manifests import load_manifests
@@ -128,6 +129,10 @@ class Racksmith:
 
     async def start(self) -> None:
         s = self.settings
+        # Private before anything reads or writes it: a data dir (or files
+        # in it) left readable by others is tightened, each path logged.
+        filemodes.private_dir(s.data_dir)
+        await asyncio.to_thread(filemodes.tighten_tree, s.data_dir)
         self.on_step("starting the API server")
         self.server = ApiServer(
             ApiServerConfig(data_dir=s.data_dir, host=s.host, port=s.port,

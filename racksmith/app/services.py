@@ -12,6 +12,10 @@ interrupted or repeated). A clean stop (SIGINT/SIGTERM) stops them.
 Ports that end up in stored state (BMC addresses in BareMetalHosts, agent
 callback URLs in Ironic) are bound once by the service that uses them and
 kept in ``DIR/ports.json`` (:class:`PortBook`) for the next start.
+
+Files: every directory these services make is 0700 and every file (pid
+files, ``ports.json``, the emulator's log) 0600; the emulator is started
+with umask 0077 (:mod:`racksmith.filemodes`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from aiohttp import web
 
 from racksmith.emulator.datacenter import VirtualDatacenter
 from racksmith.emulator.listeners import Listeners, bind_listener, port_of, serve
+from racksmith.filemodes import PRIVATE_UMASK, open_private, private_dir, write_private
 from racksmith.ironic.config import IronicSettings
 from racksmith.ironic.process import IronicProcess, process_group_alive
 
@@ -68,7 +73,7 @@ class PortBook:
         merged = {**current, **ports}
         if merged == current:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -92,7 +97,7 @@ class StaticHTTP:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
         app = web.Application()
         app.router.add_static("/", self.root, show_index=False)
         sock, self._sock = self._sock or bind_listener(self.port, what="http_root"), None
@@ -167,8 +172,8 @@ class EmulatorService:
                     f"the emulated hosts of {self.data_dir} have {first} BMCs (their "
                     f"BareMetalHosts name them); start with --hardware {first}, or use "
                     "another data dir")
-        self.hardware_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.hardware_file.write_text(f"{self.hardware}\n")
+        private_dir(self.hardware_file.parent)
+        write_private(self.hardware_file, f"{self.hardware}\n")
 
     async def prepare(self) -> None:
         """Adopt the running datacenter, or bind its listeners (idempotent)."""
@@ -205,23 +210,24 @@ class EmulatorService:
         listeners = self._listeners
         assert listeners is not None
         fds = listeners.fds()
-        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.pid_file.parent)
         try:
-            with self.log_file.open("ab") as out:
+            with open_private(self.log_file, "ab") as out:
                 self._proc = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "racksmith.cli.main", "emulator",
                     "--data-dir", str(self.data_dir), "--count", str(self.count),
                     "--ironic-url", ironic_url, "--hardware", self.hardware,
                     "--listen-fds", ",".join(f"{k}={v}" for k, v in fds.items()),
                     stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=out,
-                    start_new_session=True, cwd=str(ROOT), pass_fds=tuple(fds.values()))
+                    start_new_session=True, cwd=str(ROOT), pass_fds=tuple(fds.values()),
+                    umask=PRIVATE_UMASK)
         finally:
             # The child holds its own copies; ours would keep the ports bound
             # after the child is gone.
             listeners.close()
             self._listeners = None
         self.pid = self._proc.pid
-        self.pid_file.write_text(f"{self.pid}\n")
+        write_private(self.pid_file, f"{self.pid}\n")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while loop.time() < deadline:

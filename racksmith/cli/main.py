@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from racksmith.app.settings import Settings, Timings, default_data_dir
 from racksmith.app.timings_file import TimingsError, load_timings
 from racksmith.emulator.datacenter import HARDWARE_KINDS
 from racksmith.emulator.listeners import PortInUse
+from racksmith.filemodes import PRIVATE_UMASK
 from racksmith.ironic.process import IronicStartError
 from racksmith.kinds.crdgen import all_crds, render_yaml
 
@@ -35,6 +37,14 @@ console = Console(stderr=True)
 
 def _logging(level: str, fmt: str = "console") -> None:
     configure_logging(level, fmt)
+
+
+def _private_files() -> None:
+    """Server processes (``up``, ``apiserver``, ``emulator``) create every
+    file 0600 and directory 0700, and so do their children (Ironic, SQLite's
+    -wal/-shm, sushy-tools): see :mod:`racksmith.filemodes`. Not the host
+    agent, which writes a host's files with the host's own umask."""
+    os.umask(PRIVATE_UMASK)
 
 
 def _run(rs: Racksmith, progress: bool) -> None:
@@ -128,6 +138,7 @@ def up(
         waits = load_timings(timings) if timings is not None else Timings()
     except TimingsError as exc:
         raise typer.BadParameter(str(exc), param_hint="--timings") from None
+    _private_files()
     _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, emulate_hosts=emulate_hosts,
@@ -151,6 +162,7 @@ def apiserver(
     log_level: str = typer.Option("info", help="Log level."),
 ) -> None:
     """Run the embedded API server alone (no controllers)."""
+    _private_files()
     _logging(log_level)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, log_level=log_level, with_ironic=False)
@@ -181,6 +193,7 @@ def emulator(
         fds = parse_fds(listen_fds)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--listen-fds") from None
+    _private_files()
     _logging(log_level)
     asyncio.run(run_emulator(data_dir, count, ironic_url, fds=fds,
                              ports={"agent": agent_port, "http": http_port, "bmc": bmc_port},

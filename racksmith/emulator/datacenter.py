@@ -21,6 +21,10 @@ Layout under ``data_dir``::
     emulator/fakebmc/         the fake BMCs' state (fake)
     emulator/bmc-passwords.json   current BMC passwords (0600)
 
+Every directory here is 0700 and every file 0600 (``racksmith.filemodes``)
+except inside ``emulator/hosts/<host>/root/``, which has a real host's
+modes; the BMC passwords are registered with ``racksmith.redact``.
+
 Listening sockets (``listeners``): bound at construction — by this process
 (any free port) or by ``racksmith up``, which passes them to the
 ``racksmith emulator`` child — so URLs are known right after construction
@@ -52,6 +56,8 @@ from racksmith.emulator.inventory import DiskInfo, EmulatedHost, generate_hosts
 from racksmith.emulator.listeners import Listeners
 from racksmith.emulator.osboot import OSBoot
 from racksmith.emulator.redfish import RedfishEmulator
+from racksmith.filemodes import private_dir, write_private
+from racksmith.redact import register_secret
 
 log = structlog.get_logger("racksmith.emulator.datacenter")
 
@@ -109,6 +115,8 @@ class VirtualDatacenter:
         self._passwords_file = self.root / "bmc-passwords.json"
         self._passwords = {h.name: h.bmc_password for h in self.hosts}
         self._passwords.update(self._load_passwords())
+        for password in (*self._passwords.values(), *(h.bmc_password for h in self.hosts)):
+            register_secret(password)  # never in a log line (racksmith.redact)
         self.disks = DiskStore(self.root / "hosts")
         self.os_boot = OSBoot(self.disks)
         if listeners is None and ports is None:
@@ -152,8 +160,11 @@ class VirtualDatacenter:
 
     async def start(self) -> None:
         """Create disks and the manifest; start images, agent and BMCs."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_dir(self.root)
+        private_dir(self.disks.hosts_dir)
         for host in self.hosts:
+            # 0700: the host's OS root below reproduces a real host's modes.
+            private_dir(self.disks.hosts_dir / host.name)
             self.disks.ensure(host)
         self.write_manifest()
         if self._session is None:
@@ -262,6 +273,7 @@ class VirtualDatacenter:
     def set_password(self, host: EmulatedHost | str, new: str) -> None:
         """Change the BMC password (the manifest's Secret is left stale on purpose)."""
         h = self._resolve(host)
+        register_secret(new)
         self._passwords[h.name] = new
         self._save_passwords()
         if self.redfish is not None:
@@ -397,9 +409,7 @@ class VirtualDatacenter:
         """Write ``emulated-hosts.yaml`` (mode 0600: it holds BMC passwords)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         text = yaml.safe_dump_all(self.manifest_objects(), sort_keys=False)
-        fd = os.open(self.manifest_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        write_private(self.manifest_path, text)
         return self.manifest_path
 
 

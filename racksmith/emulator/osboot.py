@@ -24,8 +24,9 @@ config-2 drive:
   ``runcmd`` entry whose argv[0] is ``racksmith`` starts as ``<python> -m
   racksmith.cli.main <args...> --root <root> --emulated`` (own session;
   output appended to ``<root>/var/log/racksmith-agent.log``; pids, one a line, in
-  ``<root>/run/racksmith-agent.pid``). The path after ``--config`` is
-  resolved inside the root. They run concurrently, not one after the other.
+  ``<root>/run/racksmith-agent.pid``; umask 0022 as on a real host, the
+  root's parents being 0700: see ``racksmith.filemodes``). The path after
+  ``--config`` is resolved inside the root. They run concurrently, not one after the other.
 
 An *install* is identified by the disk and config drive files (their
 mtimes and contents); a root made from another install, or found when no
@@ -75,6 +76,7 @@ from racksmith.emulator.configdrive import (
 )
 from racksmith.emulator.disks import METADATA_BYTES, DiskStore
 from racksmith.emulator.inventory import DiskInfo, EmulatedHost
+from racksmith.filemodes import HOST_UMASK
 
 log = structlog.get_logger("racksmith.emulator.osboot")
 
@@ -515,6 +517,9 @@ class OSBoot:
             popen = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 cwd=root, start_new_session=True,
+                # A real host's umask, not the emulator's private one: the
+                # root reproduces a host (racksmith.filemodes).
+                umask=HOST_UMASK,
             )
         cloud_log.add(f"runcmd started (pid {popen.pid}): {shlex.join(runcmd)}")
         return _Process(popen.pid, popen)

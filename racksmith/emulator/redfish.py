@@ -30,6 +30,7 @@ import structlog
 from racksmith.emulator import bmc_credentials
 from racksmith.emulator.inventory import EmulatedHost, to_dict
 from racksmith.emulator.listeners import bind_listener, port_of
+from racksmith.filemodes import PRIVATE_UMASK, open_private, private_dir
 
 log = structlog.get_logger("racksmith.emulator.redfish")
 
@@ -83,8 +84,8 @@ class RedfishEmulator:
         return self.data_dir / "credentials.json"
 
     def _write_files(self, fd: int) -> Path:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        (self.data_dir / "state").mkdir(exist_ok=True)
+        private_dir(self.data_dir)
+        private_dir(self.data_dir / "state")
         tmp = self.data_dir / "tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
@@ -134,7 +135,7 @@ class RedfishEmulator:
         env["PYTHONPATH"] = str(REPO_ROOT)
         env["TMPDIR"] = str(self.data_dir / "tmp")
         env.pop("SUSHY_EMULATOR_CONFIG", None)
-        logfile = (self.data_dir / "redfish.log").open("ab")
+        logfile = open_private(self.data_dir / "redfish.log", "ab")
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 str(self.python),
@@ -149,6 +150,7 @@ class RedfishEmulator:
                 cwd=str(self.data_dir),
                 start_new_session=True,
                 pass_fds=(sock.fileno(),),
+                umask=PRIVATE_UMASK,
             )
         finally:
             logfile.close()

@@ -3,10 +3,15 @@
 Run by ``racksmith.emulator.redfish`` as
 ``.ironic-venv/bin/python -m racksmith.emulator.sushy_launcher --config FILE``
 with PYTHONPATH at the repository root. Imports only the standard library,
-``sushy_tools`` and ``sushy_ext`` (no Racksmith dependencies exist in that
-virtualenv). The JSON config names the listen address, state dir, power
-delay, notification URL, credentials file and the systems with their
-inventories.
+``sushy_tools``, ``sushy_ext`` and ``racksmith.redact`` (no Racksmith
+dependencies exist in that virtualenv). The JSON config names the listen
+address, state dir, power delay, notification URL, credentials file and the
+systems with their inventories.
+
+Its log (``redfish.log``, Flask's and werkzeug's stdlib logging) goes
+through :func:`redacting_records`: every record's message and exception
+text pass :func:`racksmith.redact.redact_text` (``Authorization``/Basic
+credentials, passwords in URLs...), and tracebacks are plain (no locals).
 """
 
 from __future__ import annotations
@@ -51,11 +56,36 @@ def build_config(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def redacting_records() -> None:
+    """Make every log record of this process redacted at creation, whatever
+    handler writes it (racksmith.app.logs cannot run here: no structlog)."""
+    import traceback
+
+    from racksmith.redact import redact_text, truncate_text
+
+    make = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        try:
+            record.msg, record.args = redact_text(record.getMessage()), ()
+            if record.exc_info and record.exc_info[0] is not None:
+                text = "".join(traceback.format_exception(*record.exc_info, limit=-20))
+                record.exc_text = truncate_text(redact_text(text.rstrip("\n")), 8192, 60,
+                                                keep="tail")
+        except Exception:
+            record.msg, record.args = f"(a record of {record.name} could not be formatted)", ()
+        return record
+
+    logging.setLogRecordFactory(factory)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Configure sushy-tools' Flask app with our driver and serve forever."""
     parser = argparse.ArgumentParser("racksmith-redfish-emulator")
     parser.add_argument("--config", required=True)
     args = parser.parse_args(argv)
+    redacting_records()
     with open(args.config, encoding="utf-8") as f:
         cfg = json.load(f)
 

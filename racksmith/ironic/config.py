@@ -51,6 +51,17 @@ IPMI_INTERFACES: Mapping[str, str] = {
 }
 
 
+QUIET_LOGGERS: tuple[str, ...] = (
+    "amqp=WARNING", "amqplib=WARNING", "qpid.messaging=INFO", "oslo.messaging=INFO",
+    "oslo_messaging=INFO", "stevedore=INFO", "iso8601=WARNING", "requests=WARNING",
+    "urllib3=WARNING", "keystonemiddleware.auth_token=INFO", "keystoneauth.session=INFO",
+    "openstack=WARNING", "oslo_policy=WARNING", "oslo_concurrency.lockutils=WARNING",
+    "sushy=INFO", "sushy_oem_idrac=INFO",
+)
+"""``[DEFAULT]default_log_levels``: Ironic's defaults (``ironic.conf.opts``)
+with ``urllib3`` whole and the Redfish client (``sushy``) held at INFO."""
+
+
 @dataclass(frozen=True)
 class IronicPeriodics:
     """Ironic's own periodic tasks, as ``racksmith up`` configures them
@@ -198,6 +209,10 @@ def config_sections(settings: IronicSettings, *, ipmi: bool,
         # name, so it must survive restarts.
         "host": "racksmith-ironic",
         "debug": b(settings.debug),
+        # Ironic's own list plus the Redfish client: even with debug on, no
+        # logger of a library that dumps requests (sushy logs request bodies
+        # at DEBUG) writes below INFO. See racksmith.ironic.process.
+        "default_log_levels": ",".join(QUIET_LOGGERS),
         "use_stderr": "true",
         "tempdir": str(d / "tmp"),
         "enabled_hardware_types": ",".join(hardware_types(ipmi, fake)),
@@ -256,6 +271,11 @@ def config_sections(settings: IronicSettings, *, ipmi: bool,
         "pxe": {
             "images_path": str(d / "images"),
             "instance_master_path": str(d / "master_images"),
+            # Files Ironic publishes under http_root (boot.ipxe...): 0600 like
+            # every file of the data dir (its default, 0644, is for a web
+            # server running as another user; ours runs as us). Decimal:
+            # oslo's IntOpt does not parse 0o600.
+            "file_permission": str(0o600),
         },
         "agent": {
             # The emulated agent and the tests speak plain HTTP.
@@ -283,6 +303,7 @@ def config_sections(settings: IronicSettings, *, ipmi: bool,
             # Virtual-media ISOs are published under http_root/redfish and
             # served from http_url, never uploaded to Swift.
             "use_swift": "false",
+            "file_permission": str(0o600),  # the ISOs published there, as [pxe]
             "connection_attempts": "3",
             "connection_retry_interval": "1",
         },

@@ -26,6 +26,25 @@ and report it nor serve an inherited socket, so a port is picked from
 EADDRINUSE or the listener found there is not in Ironic's process group;
 ``url``/``settings.port`` say which port it got.
 
+Ironic's log and secrets: Ironic writes ``ironic.log`` itself — its stdout
+and stderr are that file, opened here and inherited, never a pipe through
+this process: Ironic outlives a crashed ``racksmith up``, and a pipe would
+die with it. So racksmith's redaction (:mod:`racksmith.redact`) cannot
+filter it; instead Ironic is configured not to log request details: oslo's
+``debug`` is off unless ``IronicSettings.debug`` asks (tests only), so no
+request or response bodies are logged, and the libraries that would log
+Redfish/HTTP exchanges (sushy at INFO, urllib3 and requests at WARNING) are
+held there even then (``[DEFAULT]default_log_levels``,
+:data:`racksmith.ironic.config.QUIET_LOGGERS`).
+Ironic itself masks passwords in what it logs (``driver_info``, through
+oslo's ``strutils.mask_password``), and racksmith's tokens never reach it
+(it runs with ``auth_strategy = noauth``). BMC passwords are in its
+database: the whole ``DATA/ironic`` directory is 0700 and every file in it
+0600 — the config, log and pid file are created so, and Ironic and
+``ironic-dbsync`` run with umask 0077, so ``ironic.sqlite`` and its
+``-wal``/``-shm`` are 0600 (files left looser by an earlier run are
+tightened on start; :mod:`racksmith.filemodes`).
+
 Used by the app's composition root, the emulated datacenter and the tests.
 """
 
@@ -45,6 +64,13 @@ from typing import Any
 import aiohttp
 import structlog
 
+from racksmith.filemodes import (
+    PRIVATE_UMASK,
+    open_private,
+    private_dir,
+    private_file,
+    write_private,
+)
 from racksmith.ironic.config import IronicSettings, render_config
 
 BIN_ENV = "RACKSMITH_IRONIC_BIN"
@@ -271,11 +297,11 @@ class IronicProcess:
         """Create the schema on first use; upgrade an existing one."""
         command = "upgrade" if _has_schema(self.settings.database_file) else "create_schema"
         dbsync = self.bin_dir / "ironic-dbsync"
-        with self.log_file.open("ab") as log:
+        with open_private(self.log_file, "ab") as log:
             proc = await asyncio.create_subprocess_exec(
                 str(dbsync), "--config-file", str(self.settings.config_file), command,
                 stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True)
+                start_new_session=True, umask=PRIVATE_UMASK)
             rc = await proc.wait()
         if rc != 0:
             raise IronicStartError(
@@ -311,24 +337,28 @@ class IronicProcess:
             raise IronicStartError(
                 f"{executable} not found: run `make install` or set {BIN_ENV}")
         for directory in self.settings.scratch_dirs():
-            directory.mkdir(parents=True, exist_ok=True)
-        self.settings.config_file.write_text(render_config(
+            private_dir(directory)
+        database = self.settings.database_file
+        for path in (database, database.with_name(database.name + "-wal"),
+                     database.with_name(database.name + "-shm"), self.log_file):
+            private_file(path)
+        write_private(self.settings.config_file, render_config(
             self.settings, fake_bmc=self.settings.fake_bmc
             or fake_bmc_plugin_installed(self.bin_dir)))
 
     async def _spawn(self) -> None:
         with contextlib.suppress(OSError):
             self._log_offset = self.log_file.stat().st_size
-        with self.log_file.open("ab") as log:
+        with open_private(self.log_file, "ab") as log:
             self._proc = await asyncio.create_subprocess_exec(
                 str(self.bin_dir / "ironic"), "--config-file", str(self.settings.config_file),
                 stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log,
                 # Its own session, hence its own process group: Ironic forks a
                 # worker, and stop() must reach both.
-                start_new_session=True,
+                start_new_session=True, umask=PRIVATE_UMASK,
                 env=_child_env())
         self._adopted = None
-        self.pid_file.write_text(f"{self._proc.pid}\n")
+        write_private(self.pid_file, f"{self._proc.pid}\n")
         self._log.info("ironic started", pid=self._proc.pid, url=self.url)
 
     def _address_in_use(self) -> bool:

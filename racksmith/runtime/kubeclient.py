@@ -12,6 +12,8 @@ from pathlib import Path
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config, kube_config
 
+from racksmith.redact import register_secret
+
 
 async def api_client_from_kubeconfig(
     path: str | Path | None = None, *, context: str | None = None
@@ -19,18 +21,31 @@ async def api_client_from_kubeconfig(
     """An ``ApiClient`` for ``path`` (None: ``$KUBECONFIG`` or ``~/.kube/config``)
     and ``context`` (None: the current context). Close it with ``await client.close()``.
     """
-    return await kube_config.new_client_from_config(
+    client = await kube_config.new_client_from_config(
         config_file=str(path) if path is not None else None,
         context=context,
         persist_config=False,
     )
+    _register_credentials(client)
+    return client
+
+
+def _register_credentials(client: ApiClient) -> None:
+    """The client's token (and password) never appear in a log line (racksmith.redact)."""
+    conf = client.configuration
+    for value in (getattr(conf, "api_key", None) or {}).values():
+        if isinstance(value, str):
+            register_secret(value.removeprefix("Bearer ").strip())
+    register_secret(getattr(conf, "password", None))
 
 
 def api_client_in_cluster() -> ApiClient:
     """An ``ApiClient`` from the pod's service account (when run as a Deployment)."""
     configuration = Configuration()
     incluster_config.load_incluster_config(client_configuration=configuration)
-    return ApiClient(configuration=configuration)
+    client = ApiClient(configuration=configuration)
+    _register_credentials(client)
+    return client
 
 
 async def api_client(kubeconfig: str | Path | None = None) -> ApiClient:

@@ -49,6 +49,11 @@ store also runs ``PRAGMA quick_check`` — O(database size), roughly tens of ms
 per 10k objects — and refuses to open a corrupt file
 (:class:`StoreCorruptedError`). The rv sequence continues from the maximum of
 ``objects.rv``, ``events.rv`` and ``compact_rv``.
+
+Modes: the file holds every Secret, so it is made 0600 before SQLite opens
+it (created empty if missing, tightened if looser, with a warning); SQLite
+creates ``-wal`` and ``-shm`` with the database file's mode, and those left
+from an earlier run are tightened too (:mod:`racksmith.filemodes`).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
+from racksmith import filemodes
 from racksmith.apiserver.store.base import (
     AlreadyExistsError,
     ConflictError,
@@ -250,6 +256,9 @@ class SqliteStore:
         self._writer_task = loop.create_task(self._writer_loop(), name="racksmith-store-writer")
 
     def _open_sync(self) -> None:
+        filemodes.private_file(self.path, create=True)
+        for suffix in ("-wal", "-shm"):
+            filemodes.private_file(self.path.with_name(self.path.name + suffix))
         conn = _connect(self.path, readonly=False)
         self._wconn = conn
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]

@@ -46,6 +46,7 @@ from racksmith.kinds.hostprofile import BareMetalHostProfile
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdentity, Provisioner
+from racksmith.redact import register_secret
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey
@@ -205,6 +206,8 @@ class BareMetalHostReconciler:
         if missing:
             return Credentials(name, secret.resource_version,
                                problem=f"secret {name} has no {' or '.join(missing)} key")
+        # Never in a log line, whatever logs it (racksmith.redact).
+        register_secret(secret.data["password"].decode("utf-8", "replace").strip())
         access = BMCAccess(
             address=bmc.address,
             username=secret.data["username"].decode("utf-8", "replace").strip(),

@@ -1,0 +1,202 @@
+"""No secret in any log; every file of the data dir private.
+
+The real ``racksmith apiserver`` runs as its own process (``tests.harness.
+process``) and gets requests that fail while carrying known secret values:
+a Secret create with ``stringData`` that fails validation, a request that
+ends in an internal error (a NUL byte in a console asset path), a malformed
+HTTP request with an ``Authorization`` header sent over a raw TLS socket,
+and a wrong bearer token. Afterwards no log file under the data dir, nor
+the server's captured output, contains any of those values, nor the admin
+and agent tokens of the data dir's token file; the internal error is one
+record of a bounded number of lines, without local variables.
+
+Then the modes (racksmith.filemodes): every directory under the data dir is
+0700 and no file has group or other bits — the SQLite ``-wal``/``-shm``
+included — also after ``racksmith emulator`` (fake BMCs, no Ironic needed)
+has run in it, except inside an emulated host's OS root; and a data dir
+left 0755 with a 0644 ``store.db`` is tightened at the next start, with a
+warning naming the path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import re
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import pytest
+import yaml
+
+from racksmith.apiserver.pki import load_tokens
+from tests.harness.process import ROOT, ServerProc, start_server
+
+pytestmark = pytest.mark.timeout(180)
+
+STRING_DATA_SECRET = "sd-secret-4hQx9LmZ2pW7"
+STRING_DATA_SECRET_2 = "sd-secret-Yt6Rb1Nc8Kd3"
+RAW_HEADER_SECRET = "raw-bearer-Vq2Lx8Pn5Jm0"
+WRONG_TOKEN = "wrong-bearer-Hs4Gk7Td1Wz9"
+PATH_SECRET = "path-secret-Ce3Fu6Ia0Ob2"
+MAX_500_LINES = 60
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def _ssl(proc: ServerProc) -> ssl.SSLContext:
+    assert proc.ca_path is not None
+    return ssl.create_default_context(cafile=str(proc.ca_path))
+
+
+async def _failing_requests(proc: ServerProc) -> int:
+    """Every failing request; returns the status of the internal-error one."""
+    headers = {"Authorization": f"Bearer {proc.token}"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=_ssl(proc)),
+                                     timeout=aiohttp.ClientTimeout(total=20)) as s:
+        secrets_url = f"{proc.url}/api/v1/namespaces/default/secrets"
+        bad_name = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "Not_A_Name"},
+                    "stringData": {"password": STRING_DATA_SECRET}}
+        async with s.post(secrets_url, json=bad_name, headers=headers) as r:
+            assert r.status == 422, await r.text()
+        bad_value = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "typed"},
+                     "stringData": {"password": [STRING_DATA_SECRET_2]}}
+        async with s.post(secrets_url, json=bad_value, headers=headers) as r:
+            assert r.status in (400, 422), await r.text()
+        async with s.get(f"{proc.url}/console/static/{PATH_SECRET}%00.css",
+                         headers={**headers, "X-Api-Key": PATH_SECRET}) as r:
+            internal = r.status
+        async with s.get(f"{proc.url}/api/v1/namespaces",
+                         headers={"Authorization": f"Bearer {WRONG_TOKEN}"}) as r:
+            assert r.status == 401
+    await asyncio.to_thread(_malformed_request, proc)
+    return internal
+
+
+def _malformed_request(proc: ServerProc) -> None:
+    host, port = proc.url.removeprefix("https://").rsplit(":", 1)
+    raw = socket.create_connection((host, int(port)), timeout=10)
+    with _ssl(proc).wrap_socket(raw, server_hostname=host) as tls:
+        tls.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n"
+                    b"Authorization: Bearer " + RAW_HEADER_SECRET.encode() + b"\x01\r\n"
+                    b"no colon here\r\n\r\n")
+        reply = tls.recv(4096)
+    assert reply.startswith(b"HTTP/1.") and b" 400 " in reply.split(b"\r\n", 1)[0], reply
+
+
+def _logs(data_dir: Path) -> dict[Path, str]:
+    return {p: p.read_text(errors="replace") for p in data_dir.rglob("*.log") if p.is_file()}
+
+
+def _loose(data_dir: Path) -> list[str]:
+    """Paths under ``data_dir`` with modes looser than 0700 dirs / 0600 files,
+    outside emulated host roots."""
+    bad: list[str] = []
+    for top, dirs, files in os.walk(data_dir):
+        rel = Path(top).relative_to(data_dir).parts
+        dirs[:] = [d for d in dirs if not (len(rel) == 3 and rel[:2] == ("emulator", "hosts")
+                                           and d == "root")]
+        for name in (*dirs, *files):
+            path = Path(top) / name
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                continue
+            mode = stat.S_IMODE(st.st_mode)
+            if (stat.S_ISDIR(st.st_mode) and mode != 0o700) or mode & 0o077:
+                bad.append(f"{path} {mode:04o}")
+    if stat.S_IMODE(data_dir.stat().st_mode) != 0o700:
+        bad.append(f"{data_dir} {stat.S_IMODE(data_dir.stat().st_mode):04o}")
+    return bad
+
+
+async def test_no_secret_in_any_log_and_private_files(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    proc = start_server(data, command="apiserver")
+    try:
+        internal = await _failing_requests(proc)
+        time.sleep(0.5)  # let the server write its last records
+        assert (data / "store.db-wal").exists() and (data / "store.db-shm").exists()
+        assert _loose(data) == [], _loose(data)
+    finally:
+        proc.kill(signal.SIGTERM)
+    tokens = list(load_tokens(data / "tokens.csv"))
+    assert len(tokens) == 2  # the admin's and the agents'
+    logs = _logs(data)
+    assert proc.log_path in logs
+    log = logs[proc.log_path]
+    assert "rejected a malformed HTTP request" in log, log[-3000:]
+    for path, text in logs.items():
+        for secret in (STRING_DATA_SECRET, STRING_DATA_SECRET_2, RAW_HEADER_SECRET,
+                       WRONG_TOKEN, *tokens):
+            assert secret not in text, f"{secret[:6]}... in {path}"
+    assert "Authorization: Bearer" not in log
+    if internal == 500:  # the console may be fixed meanwhile
+        lines = log.splitlines()
+        start = next(i for i, line in enumerate(lines) if "internal error serving" in line)
+        end = next((i for i in range(start + 1, len(lines)) if TIMESTAMP.match(lines[i])),
+                   len(lines))
+        record = lines[start:end]
+        assert len(record) <= MAX_500_LINES, "\n".join(record)
+        assert any("ValueError" in line for line in record), "\n".join(record)
+        assert not any("│" in line or "locals" in line for line in record), "\n".join(record)
+        assert PATH_SECRET not in "\n".join(record[1:])  # the header never, the path only
+
+
+async def test_loose_modes_are_tightened_on_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    start_server(data, command="apiserver").kill(signal.SIGTERM)
+    data.chmod(0o755)
+    (data / "store.db").chmod(0o644)
+    (data / "pki").chmod(0o755)
+    (data / "pki" / "ca.crt").chmod(0o644)
+    proc = start_server(data, command="apiserver")
+    try:
+        assert _loose(data) == [], _loose(data)
+    finally:
+        proc.kill(signal.SIGTERM)
+    log = proc.log()
+    for path in (data, data / "store.db", data / "pki", data / "pki" / "ca.crt"):
+        assert re.search(rf"{re.escape(str(path))} was mode 0[0-7]{{3}}", log), log[-3000:]
+
+
+def test_emulator_files_are_private_but_host_roots(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    out = (data / "emulator.out").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "racksmith.cli.main", "emulator", "--data-dir", str(data),
+         "--count", "1", "--ironic-url", "http://127.0.0.1:9", "--hardware", "fake"],
+        stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while "emulator ready" not in (data / "emulator.out").read_text(errors="replace"):
+            assert proc.poll() is None, (data / "emulator.out").read_text()
+            assert time.monotonic() < deadline, (data / "emulator.out").read_text()
+            time.sleep(0.2)
+        assert (data / "emulated-hosts.yaml").exists()
+        # The output file was made by this test (umask 0022); the rest by the emulator.
+        (data / "emulator.out").chmod(0o600)
+        assert _loose(data) == [], _loose(data)
+        passwords = [base64.b64decode(o["data"]["password"]).decode()
+                     for o in yaml.safe_load_all((data / "emulated-hosts.yaml").read_text())
+                     if o and o["kind"] == "Secret"]
+        assert passwords
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        out.close()
+    output = (data / "emulator.out").read_text()
+    assert proc.returncode == 0, output
+    for password in passwords:
+        assert password not in output
