@@ -32,6 +32,7 @@ import yaml
 
 from racksmith.emulator.inventory import generate_hosts
 from tests.e2e.rack import Rack, start_rack, state
+from tests.harness.files import loose_modes
 
 HOSTS = [f"host-{i:03d}" for i in range(6)]
 WRONG_PASSWORD_HOST = "host-005"
@@ -114,6 +115,11 @@ def test_hosts_enrol_inspect_and_become_available(rack: Rack) -> None:
         assert full["metadata"]["ownerReferences"][0]["name"] == name
     table = rack.kubectl("get", "baremetalhosts").stdout.splitlines()
     assert table[0].split()[:5] == ["NAME", "STATE", "CONSUMER", "ONLINE", "ERROR"]
+
+
+def test_the_data_dir_is_private_with_redfish_bmcs(rack: Rack) -> None:
+    """sushy-tools, Ironic with Redfish and virtual media: nothing open to others."""
+    assert loose_modes(rack.data_dir, ignore={"home"}) == []
 
 
 def test_wrong_password_is_a_registration_error_until_the_secret_is_fixed(rack: Rack) -> None:

@@ -34,6 +34,7 @@ from tests.e2e.demo import (
     wait_for,
 )
 from tests.e2e.rack import Rack, state
+from tests.harness.files import loose_modes
 
 
 @pytest.fixture
@@ -79,6 +80,13 @@ def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
     # Every node's lease is renewed by its kubelet.
     leases = {x["metadata"]["name"] for x in rack.get("leases", "-n", "kube-node-lease")["items"]}
     assert set(MACHINES) <= leases
+
+
+def test_the_data_dir_is_private(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    """After `racksmith up` brought the cluster up (API server, controllers,
+    Ironic, emulator, agents), nothing in the data dir is open to others
+    (docs/security.md; ``home`` is this test's own kubectl HOME)."""
+    assert loose_modes(rack.data_dir, ignore={"home"}) == []
 
 
 def test_netplan_holds_own_addresses_and_macs_and_nothing_is_allocated_twice(

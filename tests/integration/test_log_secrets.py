@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import re
 import signal
 import socket
 import ssl
-import stat
 import subprocess
 import sys
 import time
@@ -38,6 +36,7 @@ import pytest
 import yaml
 
 from racksmith.apiserver.pki import load_tokens
+from tests.harness.files import loose_modes
 from tests.harness.process import ROOT, ServerProc, start_server
 
 pytestmark = pytest.mark.timeout(180)
@@ -96,24 +95,7 @@ def _logs(data_dir: Path) -> dict[Path, str]:
 
 
 def _loose(data_dir: Path) -> list[str]:
-    """Paths under ``data_dir`` with modes looser than 0700 dirs / 0600 files,
-    outside emulated host roots."""
-    bad: list[str] = []
-    for top, dirs, files in os.walk(data_dir):
-        rel = Path(top).relative_to(data_dir).parts
-        dirs[:] = [d for d in dirs if not (len(rel) == 3 and rel[:2] == ("emulator", "hosts")
-                                           and d == "root")]
-        for name in (*dirs, *files):
-            path = Path(top) / name
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                continue
-            mode = stat.S_IMODE(st.st_mode)
-            if (stat.S_ISDIR(st.st_mode) and mode != 0o700) or mode & 0o077:
-                bad.append(f"{path} {mode:04o}")
-    if stat.S_IMODE(data_dir.stat().st_mode) != 0o700:
-        bad.append(f"{data_dir} {stat.S_IMODE(data_dir.stat().st_mode):04o}")
-    return bad
+    return loose_modes(data_dir)
 
 
 async def test_no_secret_in_any_log_and_private_files(tmp_path: Path) -> None:
