@@ -62,6 +62,11 @@ PATCH_TYPES = (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC, PATCH_APPLY)
 MAX_PATCH_RETRIES = 16
 
 
+def _object_type(info: ResourceInfo) -> patching.TypeNode:
+    """The list and map types apply and managed fields follow for ``info``'s objects."""
+    return patching.TypeNode.root(info.schema, builtin=info.builtin)
+
+
 @dataclass
 class WriteOptions:
     """Query parameters shared by the write verbs."""
@@ -339,7 +344,8 @@ class ResourceService:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         patching.record_update(None, obj, manager=opts.field_manager or "unknown",
-                               api_version=info.api_version, now=now_rfc3339())
+                               api_version=info.api_version, now=now_rfc3339(),
+                               typ=_object_type(info))
         key = self.key(info, namespace, _name(obj))
         if opts.dry_run:
             if await self._get_raw(info, key) is not None:
@@ -388,7 +394,7 @@ class ResourceService:
         if not skip_managed:
             patching.record_update(old, new, manager=opts.field_manager or "unknown",
                                    api_version=info.api_version, now=now_rfc3339(),
-                                   subresource=subresource)
+                                   subresource=subresource, typ=_object_type(info))
         if _same(old, new):
             return WriteResult(old, warnings=warnings)
         old_rv = int(old["metadata"]["resourceVersion"])
@@ -494,7 +500,8 @@ class ResourceService:
                 "namespace", ""), old["metadata"]["name"])
             self._require_apply_identity(info, patch)
             return patching.apply_patch(target, applied, manager=self._apply_manager(opts),
-                                        force=opts.force, now=now_rfc3339())
+                                        force=opts.force, now=now_rfc3339(),
+                                        typ=_object_type(info))
         except patching.PatchTestFailed as exc:
             raise errors.invalid(info.kind, _name(old), [Cause("", str(exc))],
                                  group=info.group) from None
@@ -530,7 +537,7 @@ class ResourceService:
         body = self._check_identity(info, copy.deepcopy(patch), namespace, name)
         try:
             obj = patching.apply_patch(None, body, manager=manager, force=opts.force,
-                                       now=now_rfc3339())
+                                       now=now_rfc3339(), typ=_object_type(info))
         except patching.PatchError as exc:
             raise errors.bad_request(str(exc)) from None
         managed = obj.get("metadata", {}).get("managedFields")
