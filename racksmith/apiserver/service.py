@@ -63,6 +63,11 @@ PATCH_TYPES = (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC, PATCH_APPLY)
 MAX_PATCH_RETRIES = 16
 
 
+def _object_type(info: ResourceInfo) -> patching.TypeNode:
+    """The list and map types apply and managed fields follow for ``info``'s objects."""
+    return patching.TypeNode.root(info.schema, builtin=info.builtin)
+
+
 @dataclass
 class WriteOptions:
     """Query parameters shared by the write verbs."""
@@ -349,7 +354,8 @@ class ResourceService:
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
                 obj["status"] = {"phase": "Active"}
             patching.record_update(None, obj, manager=opts.field_manager or "unknown",
-                                   api_version=info.api_version, now=now_rfc3339())
+                                   api_version=info.api_version, now=now_rfc3339(),
+                                   typ=_object_type(info))
 
         await _pure(prepare, opts)
         await self._check_namespace(info, namespace)
@@ -403,7 +409,7 @@ class ResourceService:
             if not skip_managed:
                 patching.record_update(old, new, manager=opts.field_manager or "unknown",
                                        api_version=info.api_version, now=now_rfc3339(),
-                                       subresource=subresource)
+                                       subresource=subresource, typ=_object_type(info))
 
         await _pure(prepare, opts)
         if _same(old, new):
@@ -511,7 +517,8 @@ class ResourceService:
                 "namespace", ""), old["metadata"]["name"])
             self._require_apply_identity(info, patch)
             return patching.apply_patch(target, applied, manager=self._apply_manager(opts),
-                                        force=opts.force, now=now_rfc3339())
+                                        force=opts.force, now=now_rfc3339(),
+                                        typ=_object_type(info))
         except patching.PatchTestFailed as exc:
             raise errors.invalid(info.kind, _name(old), [Cause("", str(exc))],
                                  group=info.group) from None
@@ -547,7 +554,7 @@ class ResourceService:
         body = self._check_identity(info, copy.deepcopy(patch), namespace, name)
         try:
             obj = patching.apply_patch(None, body, manager=manager, force=opts.force,
-                                       now=now_rfc3339())
+                                       now=now_rfc3339(), typ=_object_type(info))
         except patching.PatchError as exc:
             raise errors.bad_request(str(exc)) from None
         managed = obj.get("metadata", {}).get("managedFields")

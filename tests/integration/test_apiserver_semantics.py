@@ -1,7 +1,7 @@
 """API semantics beyond what kubectl exercises: garbage collection and
 propagation policies, namespaces, generation and no-op writes, dry runs,
 deletecollection, paging, status isolation, eviction with PDBs, watch
-details, CRD deletion.
+details, CRD deletion, server-side apply following a CRD's list types.
 
 The tests share the module's API server, each in its own namespace (``{ns}``
 in a path); what a test made is deleted after it (``tests.harness``)."""
@@ -320,3 +320,57 @@ async def test_concurrent_merge_patches_without_resource_version_all_apply(
         code, _ = await c.patch(f"{CM}/busy", {"metadata": {"resourceVersion": "1",
                                                               "labels": {"late": "x"}}})
         assert code == 409
+
+
+MACHINES = "/apis/cluster.racksmith.io/v1alpha1/namespaces/{ns}/machines"
+APPLY = "application/apply-patch+yaml"
+
+
+def machine(ns: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "cluster.racksmith.io/v1alpha1", "kind": "Machine",
+            "metadata": {"name": "m1", "namespace": ns},
+            "spec": {"clusterName": "c1", **spec}}
+
+
+async def test_server_side_apply_merges_a_set_list_of_two_managers(
+        api_server: ApiServer, ns: str) -> None:
+    """Machine.spec.roles is ``x-kubernetes-list-type: set``: two managers'
+    roles merge into one set, each owning its members (as on a real cluster)."""
+    async with raw_client(api_server, ns) as c:
+        code, body = await c.patch(f"{MACHINES}/m1?fieldManager=a",
+                                   machine(ns, roles=["master", "etcd"]), APPLY)
+        assert code == 201, body
+        code, body = await c.patch(f"{MACHINES}/m1?fieldManager=b",
+                                   machine(ns, roles=["etcd", "infra"]), APPLY)
+        assert code == 200, body
+        assert body["spec"]["roles"] == ["master", "etcd", "infra"]
+        fields = {e["manager"]: e["fieldsV1"]["f:spec"] for e in body["metadata"]["managedFields"]
+                  if e["operation"] == "Apply"}
+        assert fields == {
+            "a": {"f:clusterName": {}, "f:roles": {'v:"master"': {}, 'v:"etcd"': {}}},
+            "b": {"f:clusterName": {}, "f:roles": {'v:"etcd"': {}, 'v:"infra"': {}}},
+        }
+        # a drops its roles: the one b shares stays
+        code, body = await c.patch(f"{MACHINES}/m1?fieldManager=a", machine(ns), APPLY)
+        assert code == 200, body
+        assert body["spec"]["roles"] == ["etcd", "infra"]
+        # a scalar both apply still conflicts
+        code, body = await c.patch(f"{MACHINES}/m1?fieldManager=b",
+                                   machine(ns, clusterName="c2", roles=["etcd", "infra"]),
+                                   APPLY)
+        assert code == 409, body
+        assert [cause["field"] for cause in body["details"]["causes"]] == [".spec.clusterName"]
+        code, got = await c.get(f"{MACHINES}/m1")
+        assert got["spec"] == {"clusterName": "c1", "roles": ["etcd", "infra"]}
+
+
+async def test_server_side_apply_rejects_a_config_not_fitting_its_list_type(
+        api_server: ApiServer, ns: str) -> None:
+    async with raw_client(api_server, ns) as c:
+        code, body = await c.patch(f"{MACHINES}/m1?fieldManager=a",
+                                   machine(ns, roles=["etcd", "etcd"]), APPLY)
+        assert code == 400, body
+        assert body["message"] == (
+            f"failed to create typed patch object ({ns}/m1; cluster.racksmith.io/v1alpha1, "
+            'Kind=Machine): .spec.roles: duplicate entries for key [="etcd"]')
+        assert (await c.get(f"{MACHINES}/m1"))[0] == 404

@@ -6,23 +6,43 @@ Owns: :func:`apply_patch` (``application/apply-patch+yaml``) and
 ``Apply`` entry per applying manager, one ``Update`` entry per updating
 manager and subresource).
 
+Both follow the resource's types, a :class:`~.schematypes.TypeNode` built
+from its schema by the caller: ``x-kubernetes-list-type`` (``atomic``,
+``set``, ``map`` with ``x-kubernetes-list-map-keys``, several keys sorted in
+``k:{...}`` as structured-merge-diff does, defaulted keys filled in) and
+``x-kubernetes-map-type`` (``granular``, ``atomic``); a CRD list without a
+list type is atomic. Where the schema says nothing (preserve-unknown-fields
+regions, ``metadata``) and for the built-in kinds, lists are guessed: see
+:mod:`.schematypes`.
+
 Apply: the applied configuration's fields are merged onto the live object
-(maps recursively, keyed lists item by item, set lists as unions, atomic
-lists and scalars replaced); fields the manager applied last time but omits
-now are removed unless another manager owns them (or something below them);
-a field whose value would change and that another manager (including the
-same name's ``Update`` entry) owns is a conflict → :class:`ApplyConflict`,
-or with ``force`` the field moves to the applier. Unchanged shared values
-are co-owned. Update: fields the write added or changed move to the
-manager's ``Update`` entry and leave every other entry; removed fields
-leave every entry. Entries left empty are dropped.
+(granular maps recursively, map lists item by item, set lists as unions,
+atomic lists, atomic maps and scalars replaced); fields the manager applied
+last time but omits now are removed unless another manager owns them (or
+something below them): a set member or a list item goes, the others'
+members and items stay; a field whose value would change and that another
+manager (including the same name's ``Update`` entry) owns is a conflict →
+:class:`ApplyConflict`, or with ``force`` the field moves to the applier.
+Unchanged shared values (a set member two managers apply, the same field of
+the same item) are co-owned. A configuration that does not fit a declared
+list type (an item without its key and no default, a duplicate, a map in a
+set) is rejected (:class:`PatchError`, 400; Kubernetes answers 500 today).
+Update: fields the write added or changed move to the manager's ``Update``
+entry and leave every other entry; removed fields leave every entry; a
+stored list that does not fit its declared type is tracked as one leaf.
+Entries left empty are dropped.
 
 Simplified relative to Kubernetes (structured-merge-diff):
 
-* list semantics come from :mod:`.fieldsets` heuristics, not OpenAPI types
-  (``finalizers`` a set, ``conditions`` keyed by ``type``, lists of objects
-  with ``name`` keyed by ``name``, others atomic); keyed items the applier
-  adds are appended after the live ones;
+* list semantics where the schema says nothing are guessed (the built-in
+  kinds' table, then lists of objects with a unique ``name`` keyed by
+  ``name``), where Kubernetes knows the Go types of its built-in kinds and
+  treats preserve-unknown-fields lists as atomic;
+* keyed items and set members the applier adds are appended after the live
+  ones (Kubernetes interleaves them in the applied order);
+* an applied empty list is owned as a leaf even when it is a set or a map
+  list (structured-merge-diff records no path for it), so it stays while
+  its applier keeps applying it;
 * ``null`` in an applied configuration means "not specified";
 * a removal also drops the parents it leaves empty (unless owned);
 * ``Update`` entries are not split per apiVersion, and an ``Update`` marks
@@ -49,19 +69,19 @@ from racksmith.apiserver.patching.fieldsets import (
     SERVER_OWNED_META,
     ManagedEntry,
     Path,
+    TypedValueError,
     display,
     fieldset,
     get_at,
     is_stripped,
-    key_element,
-    list_key,
     read_entries,
     remove_at,
+    type_at,
     under,
-    value_element,
     write_entries,
 )
 from racksmith.apiserver.patching.merge import go_unmarshal_error
+from racksmith.apiserver.patching.schematypes import UNTYPED, ListSemantics, TypeNode
 from racksmith.apiserver.schema.jsonvalue import json_equal
 
 
@@ -73,30 +93,37 @@ def _drop_nulls(value: Any) -> Any:
     return value
 
 
-def _merge_apply(live: Any, cfg: Any, name: str | None) -> Any:
-    if isinstance(cfg, dict):
+def _merge_apply(live: Any, cfg: Any, typ: TypeNode) -> Any:
+    if isinstance(cfg, dict) and not typ.atomic_map:
         out = dict(live) if isinstance(live, dict) else {}
         for k, v in cfg.items():
-            out[k] = _merge_apply(out.get(k, MISSING), v, k)
+            out[k] = _merge_apply(out.get(k, MISSING), v, typ.field(k))
         return out
     if isinstance(cfg, list) and isinstance(live, list):
-        key = list_key(name, cfg)
-        if key == "=":
+        sem = typ.list_semantics(cfg)
+        if sem.kind == "set":
             merged = list(live)
             for v in cfg:
                 if not any(json_equal(v, x) for x in merged):
                     merged.append(copy.deepcopy(v))
             return merged
-        if key is not None:
+        if sem.kind == "map":
             out_list: list[Any] = list(live)
+            index: dict[str, int] = {}
+            for i, x in enumerate(out_list):
+                pe = sem.element(x)
+                if pe is not None:
+                    index.setdefault(pe, i)
+            item_typ = typ.items()
             for item in cfg:
-                idx = next((i for i, x in enumerate(out_list)
-                            if isinstance(x, dict) and key in x
-                            and json_equal(x[key], item[key])), None)
+                pe = sem.element(item)
+                idx = index.get(pe) if pe is not None else None
                 if idx is None:
                     out_list.append(copy.deepcopy(item))
+                    if pe is not None:
+                        index[pe] = len(out_list) - 1
                 else:
-                    out_list[idx] = _merge_apply(out_list[idx], item, None)
+                    out_list[idx] = _merge_apply(out_list[idx], item, item_typ)
             return out_list
     return copy.deepcopy(cfg)
 
@@ -106,14 +133,30 @@ def _is_leaf(path: Path, paths: set[Path]) -> bool:
     return not any(len(q) > n and q[:n] == path for q in paths)
 
 
+def _applied_whole(config: dict[str, Any], paths: set[Path], typ: TypeNode) -> set[Path]:
+    """The atomic lists and maps ``config`` applies (leaves of ``paths``)."""
+    parents = {q[:i] for q in paths for i in range(1, len(q))}
+    out: set[Path] = set()
+    for q in paths - parents:
+        value, at = get_at(config, q, typ), type_at(typ, q)
+        if (isinstance(value, list) and at.list_semantics(value).atomic) or (
+                isinstance(value, dict) and at.atomic_map):
+            out.add(q)
+    return out
+
+
 def apply_patch(live: dict[str, Any] | None, applied: dict[str, Any], *, manager: str,
-                force: bool, now: str) -> dict[str, Any]:
+                force: bool, now: str, typ: TypeNode | None = None) -> dict[str, Any]:
     """The object after ``manager`` applies ``applied`` to ``live`` (None = create).
 
-    Raises :class:`PatchError` for a non-object configuration or one that sets
-    ``metadata.managedFields``, :class:`ApplyConflict` for conflicts unless
+    ``typ`` is the type of the resource's objects
+    (:meth:`.schematypes.TypeNode.root` of its schema); without it every list
+    is guessed. Raises :class:`PatchError` for a non-object configuration, one
+    that sets ``metadata.managedFields`` or one that does not fit a list type
+    its schema declares (400), :class:`ApplyConflict` for conflicts unless
     ``force``. ``live`` is not mutated.
     """
+    typ = typ if typ is not None else UNTYPED
     if not isinstance(applied, dict):
         raise PatchError(go_unmarshal_error(applied))
     meta = applied.get("metadata")
@@ -131,10 +174,14 @@ def apply_patch(live: dict[str, Any] | None, applied: dict[str, Any], *, manager
     own = next((e for e in entries if e.manager == manager and e.operation == "Apply"
                 and not e.subresource), None)
     others = [e for e in entries if e is not own]
-    new_set = fieldset(config)
+    try:
+        new_set = fieldset(config, typ)
+    except TypedValueError as exc:
+        raise PatchError(f"failed to create typed patch object ({_gvknn(config, base)}): "
+                         f"{exc}") from None
     prev_set = own.paths if own is not None else set()
 
-    merged = _merge_apply(base, config, None)
+    merged = _merge_apply(base, config, typ)
     assert isinstance(merged, dict)
 
     conflicts: list[tuple[str, str]] = []
@@ -144,7 +191,7 @@ def apply_patch(live: dict[str, Any] | None, applied: dict[str, Any], *, manager
         for p in sorted(e.paths & new_set):
             if not _is_leaf(p, new_set):
                 continue
-            before, after = get_at(base, p), get_at(merged, p)
+            before, after = get_at(base, p, typ), get_at(merged, p, typ)
             if before is MISSING or not json_equal(before, after):
                 conflicts.append((display(p), e.manager))
                 versions.setdefault(e.manager, e.api_version)
@@ -155,13 +202,16 @@ def apply_patch(live: dict[str, Any] | None, applied: dict[str, Any], *, manager
         e.paths.discard(p)
 
     owned_by_others: set[Path] = set().union(*(e.paths for e in others)) if others else set()
+    applied_whole = _applied_whole(config, new_set, typ)
     for p in sorted(prev_set - new_set, key=len):
         if any(under(q, p) for q in owned_by_others) or any(under(q, p) for q in new_set):
             continue
-        if _is_key_field(p):
+        if _is_key_field(p) or any(p[:i] in applied_whole for i in range(1, len(p))):
+            # a key field goes with its item; below an atomic value applied now
+            # (a list guessed keyed or a set last time) that value is the truth
             continue
-        if remove_at(merged, p):
-            _remove_emptied(merged, p, owned_by_others | new_set)
+        if remove_at(merged, p, typ):
+            _remove_emptied(merged, p, owned_by_others | new_set, typ)
 
     changed = not json_equal(_without_managed(base), _without_managed(merged))
     if own is None:
@@ -187,14 +237,27 @@ def _is_key_field(path: Path) -> bool:
     return isinstance(keys, dict) and path[-1][2:] in keys
 
 
-def _remove_emptied(obj: dict[str, Any], path: Path, owned: set[Path]) -> None:
+def _gvknn(config: dict[str, Any], base: dict[str, Any]) -> str:
+    """``<namespace>/<name>; <group>/<version>, Kind=<kind>`` as Kubernetes names the
+    object in apply errors."""
+    meta: dict[str, Any] = config.get("metadata") or {}
+    live_meta: dict[str, Any] = base.get("metadata") or {}
+    namespace = meta.get("namespace") or live_meta.get("namespace") or ""
+    name = meta.get("name") or live_meta.get("name") or ""
+    api_version = str(config.get("apiVersion") or "")
+    group_version = api_version if "/" in api_version else f"/{api_version}"
+    return f"{namespace}/{name}; {group_version}, Kind={config.get('kind') or ''}"
+
+
+def _remove_emptied(obj: dict[str, Any], path: Path, owned: set[Path],
+                    typ: TypeNode) -> None:
     """Drop ancestors of a removed field that it left empty and nobody owns."""
     for i in range(len(path) - 1, 0, -1):
         anc = path[:i]
-        value = get_at(obj, anc)
+        value = get_at(obj, anc, typ)
         if not isinstance(value, dict | list) or value or anc in owned or is_stripped(anc):
             return
-        remove_at(obj, anc)
+        remove_at(obj, anc, typ)
 
 
 def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
@@ -210,80 +273,110 @@ def _without_managed(obj: dict[str, Any]) -> dict[str, Any]:
 _STRUCT_NAMES = frozenset({"metadata", "spec", "status", "template"})
 
 
-def _add_all(value: Any, path: Path, name: str | None, out: set[Path]) -> None:
+def _field_name(path: Path) -> str | None:
+    """The field a path ends in (None for a list item or the root)."""
+    return path[-1][2:] if path and path[-1].startswith("f:") else None
+
+
+def _add_all(value: Any, path: Path, typ: TypeNode, out: set[Path]) -> None:
     """Every path of a newly written value, including new map/item nodes."""
     if isinstance(value, dict):
-        if path and (not value or (len(path) >= 2 and name not in _STRUCT_NAMES)):
+        if typ.atomic_map:
+            if path:
+                out.add(path)
+            return
+        if path and (not value or (len(path) >= 2 and _field_name(path) not in _STRUCT_NAMES)):
             out.add(path)
         for k, v in value.items():
-            _add_all(v, (*path, f"f:{k}"), k, out)
+            _add_all(v, (*path, f"f:{k}"), typ.field(k), out)
     elif isinstance(value, list):
-        key = list_key(name, value)
-        if key is None:
+        sem = typ.list_semantics(value)
+        if sem.atomic or not value or not sem.fits(value):
             out.add(path)
-        elif key == "=":
-            for v in value:
-                out.add((*path, value_element(v)))
-        else:
-            for item in value:
-                pe = (*path, key_element(key, item))
-                out.add(pe)
+            return
+        item_typ = typ.items()
+        for item in value:
+            pe = sem.element(item)
+            assert pe is not None
+            out.add((*path, pe))
+            if sem.kind == "map" and not item_typ.atomic_map:
                 for k, v in item.items():
-                    _add_all(v, (*pe, f"f:{k}"), k, out)
+                    _add_all(v, (*path, pe, f"f:{k}"), item_typ.field(k), out)
     elif path:
         out.add(path)
 
 
-def _diff(old: Any, new: Any, path: Path, name: str | None,
+def _shared_semantics(typ: TypeNode, old: list[Any], new: list[Any]) -> ListSemantics | None:
+    """The merge semantics both versions of a list fit, None to diff it as one leaf."""
+    sem = typ.list_semantics(new) if new else typ.list_semantics(old)
+    old_sem = typ.list_semantics(old) if old else sem
+    if sem.atomic or sem != old_sem or not sem.fits(old) or not sem.fits(new):
+        return None
+    return sem
+
+
+def _member(sem: ListSemantics, value: Any) -> str:
+    pe = sem.element(value)
+    assert pe is not None  # the list fits sem
+    return pe
+
+
+def _diff(old: Any, new: Any, path: Path, typ: TypeNode,
           changed: set[Path], removed: set[Path]) -> None:
     if old is MISSING:
-        _add_all(new, path, name, changed)
+        _add_all(new, path, typ, changed)
         return
     if new is MISSING:
         removed.add(path)
         return
-    if isinstance(old, dict) and isinstance(new, dict):
+    if isinstance(old, dict) and isinstance(new, dict) and not typ.atomic_map:
         for k, v in new.items():
-            _diff(old.get(k, MISSING), v, (*path, f"f:{k}"), k, changed, removed)
+            _diff(old.get(k, MISSING), v, (*path, f"f:{k}"), typ.field(k), changed, removed)
         for k in old:
             if k not in new:
                 removed.add((*path, f"f:{k}"))
         return
     if isinstance(old, list) and isinstance(new, list):
-        key = list_key(name, new) if new else list_key(name, old)
-        old_key = list_key(name, old) if old else key
-        if key is not None and key == old_key:
-            if key == "=":
-                for v in new:
-                    if not any(json_equal(v, x) for x in old):
-                        changed.add((*path, value_element(v)))
-                for v in old:
-                    if not any(json_equal(v, x) for x in new):
-                        removed.add((*path, value_element(v)))
-                return
-            old_items = {key_element(key, x): x for x in old}
-            new_items = {key_element(key, x): x for x in new}
+        sem = _shared_semantics(typ, old, new)
+        if sem is not None and sem.kind == "set":
+            for v in new:
+                if not any(json_equal(v, x) for x in old):
+                    changed.add((*path, _member(sem, v)))
+            for v in old:
+                if not any(json_equal(v, x) for x in new):
+                    removed.add((*path, _member(sem, v)))
+            return
+        if sem is not None:
+            old_items = {sem.element(x): x for x in old}
+            new_items = {sem.element(x): x for x in new}
+            item_typ = typ.items()
             for pe, item in new_items.items():
-                _diff(old_items.get(pe, MISSING), item, (*path, pe), None, changed, removed)
+                assert pe is not None
+                _diff(old_items.get(pe, MISSING), item, (*path, pe), item_typ, changed, removed)
             for pe in old_items:
                 if pe not in new_items:
+                    assert pe is not None
                     removed.add((*path, pe))
             return
     if not json_equal(old, new):
         if isinstance(new, dict | list) and new:
-            _add_all(new, path, name, changed)
+            _add_all(new, path, typ, changed)
             changed.add(path)
         else:
             changed.add(path)
 
 
 def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: str,
-                  api_version: str, now: str, subresource: str = "") -> None:
+                  api_version: str, now: str, subresource: str = "",
+                  typ: TypeNode | None = None) -> None:
     """Update ``new``'s managedFields in place for a non-apply write by ``manager``.
 
     The managed fields of ``new`` are kept when the request carries them,
-    otherwise those of ``old`` are taken over.
+    otherwise those of ``old`` are taken over. ``typ`` is the type of the
+    resource's objects (see :func:`apply_patch`); a stored list that does not
+    fit its declared type is tracked as one leaf.
     """
+    typ = typ if typ is not None else UNTYPED
     new_meta = new.get("metadata")
     if isinstance(new_meta, dict) and isinstance(new_meta.get("managedFields"), list):
         entries = read_entries(new)
@@ -292,7 +385,7 @@ def record_update(old: dict[str, Any] | None, new: dict[str, Any], *, manager: s
     changed: set[Path] = set()
     removed: set[Path] = set()
     _diff(_without_managed(old) if old is not None else MISSING, _without_managed(new), (),
-          None, changed, removed)
+          typ, changed, removed)
     changed = {p for p in changed if p and not is_stripped(p)}
     removed = {p for p in removed if p and not is_stripped(p)}
     target = next((e for e in entries if e.manager == manager and e.operation == "Update"

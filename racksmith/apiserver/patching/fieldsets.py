@@ -2,16 +2,18 @@
 
 Owns: the path model of managed fields. A path is a tuple of Kubernetes
 path elements exactly as ``fieldsV1`` spells them: ``f:<field>``,
-``k:<json of the key fields>`` (an item of a keyed list), ``v:<json value>``
-(a member of a set list). :func:`fieldset` lists the paths an object sets,
-:func:`encode`/:func:`decode` convert path sets to and from ``fieldsV1``
-trees (``"."`` marks a node that is owned and has owned children), and
-:func:`get_at`/:func:`remove_at` read and delete at a path.
+``k:<json of the key fields>`` (an item of a keyed list, keys sorted by
+name), ``v:<json value>`` (a member of a set list). :func:`fieldset` lists
+the paths an object sets, :func:`encode`/:func:`decode` convert path sets to
+and from ``fieldsV1`` trees (``"."`` marks a node that is owned and has owned
+children), and :func:`get_at`/:func:`remove_at` read and delete at a path.
 
-Simplified list semantics (no OpenAPI types): ``finalizers`` is a set;
-``conditions`` whose items all have ``type`` are keyed by ``type``; any other
-list whose items are all objects with a ``name`` is keyed by ``name``; every
-other list is atomic.
+What is a leaf, a set member or a keyed item comes from the object's type,
+a :class:`~.schematypes.TypeNode` walked alongside it (the resource's schema
+markers, else the built-in kinds' table and a heuristic; see
+:mod:`.schematypes`). Without one, :data:`~.schematypes.UNTYPED` guesses
+every list. An atomic list or an ``x-kubernetes-map-type: atomic`` map is one
+leaf; an empty list or map is a leaf too (it is what the object sets).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from racksmith.apiserver.patching.schematypes import UNTYPED, ListSemantics, TypeNode
 from racksmith.apiserver.schema.jsonvalue import compact, json_equal
 
 Path = tuple[str, ...]
 MISSING: Any = object()
 
-SET_LISTS = frozenset({"finalizers"})
 STRIPPED: frozenset[Path] = frozenset({
     ("f:apiVersion",), ("f:kind",), ("f:metadata",),
     *(("f:metadata", f"f:{name}") for name in (
@@ -39,60 +41,62 @@ SERVER_OWNED_META = ("resourceVersion", "uid", "creationTimestamp", "generation"
                      "deletionGracePeriodSeconds")
 
 
-def list_key(name: str | None, items: list[Any]) -> str | None:
-    """The key field of a keyed list, ``"="`` for a set, None for an atomic list."""
-    if not items:
-        return None
-    if name in SET_LISTS and all(not isinstance(x, dict | list) for x in items):
-        return "="
-    if not all(isinstance(x, dict) for x in items):
-        return None
-    if name == "conditions" and all("type" in x for x in items):
-        return "type"
-    if all("name" in x for x in items):
-        return "name"
-    return None
-
-
-def key_element(key: str, item: dict[str, Any]) -> str:
-    return "k:" + compact({key: item.get(key)})
-
-
-def value_element(value: Any) -> str:
-    return "v:" + compact(value)
+class TypedValueError(ValueError):
+    """A value does not fit the list type its schema declares (a missing key,
+    a duplicate, a map in a set); the message names the path as
+    structured-merge-diff does (``.spec.ports: element 0: ...``)."""
 
 
 def is_stripped(path: Path) -> bool:
     return path in STRIPPED or (len(path) >= 2 and path[:2] in STRIPPED)
 
 
-def fieldset(obj: Any, path: Path = (), name: str | None = None,
-             out: set[Path] | None = None) -> set[Path]:
-    """The paths ``obj`` sets (leaves, keyed items, set members), kube stripping applied."""
-    out = set() if out is None else out
-    _leaves(obj, path, name, out)
+def fieldset(obj: Any, typ: TypeNode | None = None) -> set[Path]:
+    """The paths ``obj`` sets (leaves, keyed items, set members), kube stripping
+    applied. Raises :class:`TypedValueError` where ``obj`` does not fit a list
+    type its schema declares."""
+    out: set[Path] = set()
+    _leaves(obj, (), typ if typ is not None else UNTYPED, out)
     return {p for p in out if p and not is_stripped(p)}
 
 
-def _leaves(value: Any, path: Path, name: str | None, out: set[Path]) -> None:
+def list_semantics(typ: TypeNode, items: list[Any], path: Path) -> ListSemantics:
+    """The semantics of ``items`` at ``path``, raising :class:`TypedValueError`
+    when they do not fit the declared ones."""
+    sem = typ.list_semantics(items)
+    if sem.declared:
+        misfit = sem.problem(items)
+        if misfit is not None:
+            where = display(path)
+            if misfit.element_index is not None:
+                where += f": element {misfit.element_index}"
+            message = misfit.message
+            if misfit.element is not None:
+                message += " " + display((misfit.element,))
+            raise TypedValueError(f"{where}: {message}")
+    return sem
+
+
+def _leaves(value: Any, path: Path, typ: TypeNode, out: set[Path]) -> None:
     if isinstance(value, dict):
-        if not value:
+        if not value or typ.atomic_map:
             out.add(path)
+            return
         for k, v in value.items():
-            _leaves(v, (*path, f"f:{k}"), k, out)
+            _leaves(v, (*path, f"f:{k}"), typ.field(k), out)
     elif isinstance(value, list):
-        key = list_key(name, value)
-        if key is None:
+        sem = list_semantics(typ, value, path)
+        if sem.atomic or not value:
             out.add(path)
-        elif key == "=":
-            for v in value:
-                out.add((*path, value_element(v)))
-        else:
-            for item in value:
-                pe = (*path, key_element(key, item))
-                out.add(pe)
+            return
+        item_typ = typ.items()
+        for item in value:
+            pe = sem.element(item)
+            assert pe is not None
+            out.add((*path, pe))
+            if sem.kind == "map" and not item_typ.atomic_map:
                 for k, v in item.items():
-                    _leaves(v, (*pe, f"f:{k}"), k, out)
+                    _leaves(v, (*path, pe, f"f:{k}"), item_typ.field(k), out)
     else:
         out.add(path)
 
@@ -137,9 +141,11 @@ def decode(tree: Any) -> set[Path]:
     return out
 
 
-def _find_keyed(items: list[Any], keys: dict[str, Any]) -> int | None:
+def _find_keyed(items: list[Any], keys: dict[str, Any], defaults: dict[str, Any]) -> int | None:
     for i, x in enumerate(items):
-        if isinstance(x, dict) and all(k in x and json_equal(x[k], v) for k, v in keys.items()):
+        if isinstance(x, dict) and all(
+                json_equal(x[k] if k in x else defaults.get(k, MISSING), v)
+                for k, v in keys.items()):
             return i
     return None
 
@@ -151,7 +157,13 @@ def _find_value(items: list[Any], value: Any) -> int | None:
     return None
 
 
-def _step(cur: Any, pe: str) -> tuple[Any, Any]:
+def child_type(typ: TypeNode, pe: str) -> TypeNode:
+    """The type one path element below ``typ``."""
+    kind, _, rest = pe.partition(":")
+    return typ.field(rest) if kind == "f" else typ.items()
+
+
+def _step(cur: Any, pe: str, typ: TypeNode) -> tuple[Any, Any]:
     """(container, index-or-key) of ``pe`` in ``cur`` or (MISSING, None)."""
     kind, _, rest = pe.partition(":")
     if kind == "f":
@@ -163,7 +175,7 @@ def _step(cur: Any, pe: str) -> tuple[Any, Any]:
         except ValueError:
             return MISSING, None
         if kind == "k" and isinstance(decoded, dict):
-            i = _find_keyed(cur, decoded)
+            i = _find_keyed(cur, decoded, typ.key_defaults())
         elif kind == "v":
             i = _find_value(cur, decoded)
         else:
@@ -175,25 +187,35 @@ def _step(cur: Any, pe: str) -> tuple[Any, Any]:
     return MISSING, None
 
 
-def get_at(obj: Any, path: Path) -> Any:
-    """The value at ``path`` or :data:`MISSING`."""
+def get_at(obj: Any, path: Path, typ: TypeNode | None = None) -> Any:
+    """The value at ``path`` or :data:`MISSING` (``typ``: the type of ``obj``,
+    for the defaults of key fields an item omits)."""
     cur = obj
+    typ = typ if typ is not None else UNTYPED
     for pe in path:
-        container, where = _step(cur, pe)
+        container, where = _step(cur, pe, typ)
         if container is MISSING:
             return MISSING
         cur = container[where]
+        typ = child_type(typ, pe)
     return cur
 
 
-def remove_at(obj: Any, path: Path) -> bool:
+def type_at(typ: TypeNode, path: Path) -> TypeNode:
+    for pe in path:
+        typ = child_type(typ, pe)
+    return typ
+
+
+def remove_at(obj: Any, path: Path, typ: TypeNode | None = None) -> bool:
     """Delete the value at ``path``; True if something was removed."""
     if not path:
         return False
-    parent = get_at(obj, path[:-1])
+    typ = typ if typ is not None else UNTYPED
+    parent = get_at(obj, path[:-1], typ)
     if parent is MISSING:
         return False
-    container, where = _step(parent, path[-1])
+    container, where = _step(parent, path[-1], type_at(typ, path[:-1]))
     if container is MISSING:
         return False
     del container[where]

@@ -1,9 +1,11 @@
 """Strategic merge patch (``application/strategic-merge-patch+json``), simplified.
 
 Owns: :func:`strategic_merge_patch` for the core kinds (custom resources get
-415 from the server, as with Kubernetes). Instead of Go struct tags, the
-patch strategy of each list comes from a table keyed by field name (and, for
-``ports``, by the parent field):
+415 from the server, as with Kubernetes, so a CRD schema's list markers never
+reach it). Instead of Go struct tags, the patch strategy of each list comes
+from a table keyed by field name (and, for ``ports``, by the parent field):
+:data:`.schematypes.BUILTIN_LISTS`, the same table server-side apply falls
+back to where no schema speaks:
 
 * merged by key: ``containers``/``initContainers``/``ephemeralContainers``,
   ``env``, ``volumes``, ``imagePullSecrets``, ``secrets``, ``resourceClaims``
@@ -24,8 +26,9 @@ Simplified: the merge-key table is by field name, not by Go type, so an
 unlisted list that Kubernetes would merge is replaced; ``$setElementOrder``
 puts the listed elements first in the given order and keeps the others, in
 their merged order, after them (Kubernetes interleaves those by their
-server-side position); merge keys are single fields (Kubernetes'
-``ports`` also uses ``protocol``).
+server-side position). Merge keys are single fields, as Kubernetes'
+``patchMergeKey`` is (server-side apply's list-map keys of the same table
+can be several: ``ports`` by port and ``protocol``).
 """
 
 from __future__ import annotations
@@ -35,28 +38,8 @@ from typing import Any
 
 from racksmith.apiserver.patching.errors import PatchError
 from racksmith.apiserver.patching.merge import go_unmarshal_error
+from racksmith.apiserver.patching.schematypes import builtin_list
 from racksmith.apiserver.schema.jsonvalue import canonical, json_equal
-
-MERGE_KEYS: dict[str, str] = {
-    "containers": "name",
-    "initContainers": "name",
-    "ephemeralContainers": "name",
-    "env": "name",
-    "volumes": "name",
-    "imagePullSecrets": "name",
-    "secrets": "name",
-    "resourceClaims": "name",
-    "volumeMounts": "mountPath",
-    "volumeDevices": "devicePath",
-    "conditions": "type",
-    "addresses": "type",
-    "taints": "key",
-    "ownerReferences": "uid",
-    "hostAliases": "ip",
-    "topologySpreadConstraints": "topologyKey",
-}
-CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
-PRIMITIVE_MERGE_LISTS = frozenset({"finalizers"})
 
 _ORDER = "$setElementOrder/"
 _DELETE_PRIMITIVE = "$deleteFromPrimitiveList/"
@@ -65,17 +48,13 @@ _DELETE = object()
 
 def merge_key(path: tuple[str, ...]) -> str | None:
     """The merge key of the list at ``path`` (field names only), None if atomic."""
-    if not path:
-        return None
-    name = path[-1]
-    if name == "ports":
-        parent = path[-2] if len(path) > 1 else ""
-        if parent in CONTAINER_LISTS:
-            return "containerPort"
-        if parent == "spec":
-            return "port"
-        return None
-    return MERGE_KEYS.get(name)
+    entry = builtin_list(path)
+    return entry.patch_merge_key if entry is not None else None
+
+
+def _merges_primitives(path: tuple[str, ...]) -> bool:
+    entry = builtin_list(path)
+    return entry is not None and entry.patch_primitives
 
 
 def _clean(value: Any) -> Any:
@@ -151,7 +130,7 @@ def _merge_list(original: list[Any], patch: list[Any], path: tuple[str, ...]) ->
         if isinstance(item, dict) and item.get("$patch") == "delete" and len(item) == 1:
             return _DELETE
     name = path[-1] if path else ""
-    if name in PRIMITIVE_MERGE_LISTS:
+    if _merges_primitives(path):
         result = list(original)
         for v in patch:
             if not any(json_equal(v, x) for x in result):
