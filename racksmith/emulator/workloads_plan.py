@@ -3,8 +3,10 @@
 Owns the rules of ``docs/design/maintenance-contracts.md`` ("The reference
 workload controller"): where instances go, which node locks may be released
 (``maxParallel``, one zone at a time), how a node is emptied (replacement
-first, old pod deleted once the replacement is Ready) and what each lock's
-status says. :func:`plan` takes a :class:`World` (plain data read from the
+first, on a node out of maintenance, old pod deleted once the replacement is
+Ready; a copy on another node in maintenance is no replacement, or two such
+nodes would each delete theirs for the other's) and what each lock's status
+says. :func:`plan` takes a :class:`World` (plain data read from the
 API by :mod:`racksmith.emulator.workloads`) and returns the writes to make;
 it never does I/O and may be called any number of times.
 
@@ -218,6 +220,7 @@ def plan(world: World) -> Actions:
     for node in locks:
         if node not in requests:
             desired[node] = LockStatus()
+    planned: dict[str, str] = {}   # instance -> node of the copy this plan creates
     order = sorted((r for r in requests.values() if r.node in locks),
                    key=lambda r: (r.node not in slots, r.created, r.node))
     for req in order:
@@ -248,16 +251,24 @@ def plan(world: World) -> Actions:
         total = done + len(mine)
         waiting: list[str] = []
         for pod in mine:
-            others = [p for p in by_instance[pod.instance] if p.node != node]
+            # Only a copy on a node that is not in maintenance itself counts
+            # as the replacement: two nodes in maintenance each holding a copy
+            # would otherwise each delete theirs for the other's, and the
+            # instance would be gone (the PDB's count with it).
+            others = [p for p in by_instance[pod.instance]
+                      if p.node != node and p.node not in requests]
             if any(p.ready for p in others):
                 acts.delete_pods.append(pod.name)
             elif others:
                 waiting.append(f"{pod.instance} on {others[0].node}")
+            elif pod.instance in planned:
+                waiting.append(f"{pod.instance} on {planned[pod.instance]}")
             else:
                 choices = targets(node)
                 if not choices:
                     waiting.append(f"a node for {pod.instance}")
                     continue
+                planned[pod.instance] = choices[0]
                 acts.create_pods.append(CreatePod(pod.instance, choices[0], req.uid, node))
                 load[choices[0]] += 1
                 waiting.append(f"{pod.instance} on {choices[0]}")

@@ -247,3 +247,29 @@ def drained_only_when_unlocked(exempt: Callable[[Obj], bool]) -> Check:
             out.append(f"pod {ev.key[1]}/{ev.key[2]} left {node} before it was cordoned")
         return out
     return check
+
+
+def timeline(events: list[Event], first_rv: int, last_rv: int) -> list[str]:
+    """One line per event of pods, nodes, requests and locks in [first_rv, last_rv]:
+    what a failed invariant needs to be understood."""
+    lines: list[str] = []
+    for ev in events:
+        if not first_rv <= ev.rv <= last_rv:
+            continue
+        o = ev.obj
+        md = o.get("metadata", {})
+        name = md.get("name", "")
+        if ev.kind == "pods":
+            node = (o.get("spec") or {}).get("nodeName")
+            detail = f"node={node} ready={_pod_ready(o)}" + (
+                " deleting" if md.get("deletionTimestamp") else "")
+        elif ev.kind == "nodes":
+            detail = (f"ready={_ready(o)} unschedulable="
+                      f"{bool((o.get('spec') or {}).get('unschedulable'))}")
+        elif ev.kind == "nodeworkloadlocks":
+            st = o.get("status") or {}
+            detail = f"state={st.get('state', 'active')} {st.get('inactivationProgress', '')}"
+        else:
+            detail = ""
+        lines.append(f"{ev.rv} {ev.type} {ev.kind}/{name} {detail}".rstrip())
+    return lines

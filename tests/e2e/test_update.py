@@ -381,7 +381,13 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         ev.drained_only_when_unlocked(
             lambda pod: INSTANCE_LABEL in (pod["metadata"].get("labels") or {})),
     ], start_rv=start_rv)
-    assert problems == [], "\n".join(problems[:20])
+    if problems:
+        first = int(problems[0].split()[1])
+        context = ev.timeline(events, first - 120, first + 10)
+        dump = rack.data_dir.parent / "update-timeline.txt"
+        dump.write_text("\n".join([*problems, "", *context]) + "\n")
+        pytest.fail("\n".join(problems[:20]) + f"\n--- timeline ({dump}) ---\n"
+                    + "\n".join(context[-80:]))
     maintained = {e.obj["spec"]["nodeName"] for e in events
                   if e.kind == "nodemaintenancerequests"}
     assert maintained == set(ALL_MACHINES) - {"demo-worker-2"}

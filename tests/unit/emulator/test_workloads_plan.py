@@ -60,6 +60,25 @@ def test_migration_creates_replacement_then_deletes_old() -> None:
                                                 percentage=100)
 
 
+def test_two_nodes_in_maintenance_never_delete_each_others_copy() -> None:
+    """instance-5 has a copy on a1 and one on a2, both Ready, and both nodes
+    are in maintenance: neither copy is a replacement for the other. A third
+    copy goes to a node out of maintenance; only once it is Ready do the two
+    go (found as "4 Ready pods, fewer than 5" in the update e2e)."""
+    pods = [PodView("i5-x", "instance-5", "a1", True),
+            PodView("i5-y", "instance-5", "a2", True, migration="uid-1")]
+    reqs = [RequestView("a1", "a1", "uid-1", "r2", "1"),
+            RequestView("a2", "a2", "uid-2", "r2", "2")]
+    acts = plan(world(pods, reqs, instances=6, max_parallel=2))
+    assert not set(acts.delete_pods) & {"i5-x", "i5-y"}
+    targets = [c.node for c in acts.create_pods if c.instance == "instance-5"]
+    assert len(targets) == 1 and targets[0] in {"b1", "b2"}
+    pods.append(PodView("i5-z", "instance-5", sorted(targets)[0], True, migration="uid-1"))
+    acts = plan(world(pods, reqs, instances=6, max_parallel=2))
+    assert {"i5-x", "i5-y"} <= set(acts.delete_pods)
+    assert "i5-z" not in acts.delete_pods
+
+
 def test_zone_and_parallel_limits() -> None:
     locks = {"a1": LockStatus("inactive"), "a2": LockStatus(), "b1": LockStatus(),
              "b2": LockStatus()}
