@@ -78,6 +78,7 @@ console-screenshots: install
 
 bench: install
 	$(BIN)/python bench/apiserver.py
+	$(BIN)/python bench/hardening.py
 	$(BIN)/python bench/provisioning.py
 	$(BIN)/python bench/ipam.py
 	$(BIN)/python bench/cluster.py
