@@ -96,6 +96,7 @@ class SecretRegistry:
         self._lock = threading.Lock()
         self._values: frozenset[str] = frozenset()
         self._ordered: tuple[str, ...] = ()
+        self._by_prefix: dict[str, tuple[str, ...]] = {}
 
     def add(self, value: str | bytes | None) -> None:
         """Register ``value`` (and its base64 forms); short or empty values are ignored."""
@@ -112,11 +113,15 @@ class SecretRegistry:
                 return
             self._values = self._values | forms
             self._ordered = tuple(sorted(self._values, key=len, reverse=True))
+            by_prefix: dict[str, list[str]] = {}
+            for known in self._ordered:
+                by_prefix.setdefault(known[:MIN_SECRET_LENGTH], []).append(known)
+            self._by_prefix = {k: tuple(v) for k, v in by_prefix.items()}
 
     def clear(self) -> None:
         """Forget every value (tests)."""
         with self._lock:
-            self._values, self._ordered = frozenset(), ()
+            self._values, self._ordered, self._by_prefix = frozenset(), (), {}
 
     def __contains__(self, value: object) -> bool:
         return value in self._values
@@ -125,10 +130,41 @@ class SecretRegistry:
         return len(self._values)
 
     def scrub(self, text: str) -> str:
-        for value in self._ordered:
-            if value in text:
-                text = text.replace(value, REDACTED)
-        return text
+        ordered = self._ordered
+        if len(ordered) <= _SCAN_ABOVE:
+            for value in ordered:
+                if value in text:
+                    text = text.replace(value, REDACTED)
+            return text
+        return self._scan(text)
+
+    def _scan(self, text: str) -> str:
+        """Many known values (a fleet's BMC passwords): one pass over the text,
+        looking each position's first MIN_SECRET_LENGTH characters up, instead
+        of one substring search per value."""
+        by_prefix = self._by_prefix
+        width = MIN_SECRET_LENGTH
+        out: list[str] = []
+        i = last = 0
+        end = len(text) - width
+        while i <= end:
+            candidates = by_prefix.get(text[i:i + width])
+            if candidates:
+                hit = next((v for v in candidates if text.startswith(v, i)), None)
+                if hit is not None:
+                    out.append(text[last:i])
+                    out.append(REDACTED)
+                    i = last = i + len(hit)
+                    continue
+            i += 1
+        if not out:
+            return text
+        out.append(text[last:])
+        return "".join(out)
+
+
+_SCAN_ABOVE = 64
+"""Up to this many known values, one substring search each is fastest."""
 
 
 SECRETS = SecretRegistry()

@@ -13,6 +13,7 @@ to available and its addresses to the pool.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import subprocess
@@ -87,6 +88,27 @@ def test_the_data_dir_is_private(rack: Rack, ready: dict[str, dict[str, Any]]) -
     Ironic, emulator, agents), nothing in the data dir is open to others
     (docs/security.md; ``home`` is this test's own kubectl HOME)."""
     assert loose_modes(rack.data_dir, ignore={"home"}) == []
+
+
+def test_no_log_of_any_process_holds_a_token_or_a_bmc_password(
+        rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    """The API server, controllers, Ironic, the emulator and every host's agent
+    wrote their logs through a whole bring-up: none holds the API tokens or
+    the BMC passwords (docs/security.md, "Logs")."""
+    secrets = [line.split(",", 1)[0] for line in
+               (rack.data_dir / "tokens.csv").read_text().splitlines()
+               if line.strip() and not line.startswith("#")]
+    for doc in yaml.safe_load_all((rack.data_dir / "emulated-hosts.yaml").read_text()):
+        if doc and doc.get("kind") == "Secret":
+            secrets.append(base64.b64decode(doc["data"]["password"]).decode())
+    assert len(secrets) >= 2 + len(ALL_MACHINES)
+    logs = [p for p in rack.data_dir.rglob("*.log") if p.is_file()
+            and not p.is_relative_to(rack.data_dir / "home")]
+    assert any("ironic" in p.parts for p in logs) and any("racksmith-agent.log" == p.name
+                                                           for p in logs)
+    found = [(str(p.relative_to(rack.data_dir)), s[:4] + "...") for p in logs
+             for s in secrets if s in p.read_text(errors="replace")]
+    assert found == []
 
 
 def test_netplan_holds_own_addresses_and_macs_and_nothing_is_allocated_twice(

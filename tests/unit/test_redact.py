@@ -130,3 +130,19 @@ def test_truncate_keeps_the_tail_of_tracebacks() -> None:
     lines = cut.split("\n")
     assert len(lines) == 51 and lines[-1] == "line 499" and "left out" in lines[0]
     assert truncate_text("abc" * 10, 9).startswith("abcabcabc[")
+
+
+def test_a_fleet_of_known_values_is_scrubbed_in_one_pass() -> None:
+    """Above a few dozen values the registry scans by prefix; same result."""
+    import secrets as _secrets
+
+    from racksmith.redact import REDACTED, SecretRegistry
+
+    many = SecretRegistry()
+    values = [_secrets.token_urlsafe(12) for _ in range(300)]
+    for value in values:
+        many.add(value)
+    text = f"a {values[7]} b {values[299]}{values[0]} c {values[7][:-1]} d"
+    out = many.scrub(text)
+    assert out == f"a {REDACTED} b {REDACTED}{REDACTED} c {values[7][:-1]} d"
+    assert many.scrub("nothing here") == "nothing here"
