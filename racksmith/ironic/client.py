@@ -3,7 +3,7 @@
 Owns: HTTP to Ironic — nodes (CRUD, JSON-patch), ports, provision and power
 state changes, validation, inventory — with one fixed API microversion, error
 translation (Ironic's error JSON → :class:`IronicAPIError` carrying Ironic's
-message; connection failures → :class:`BackendUnavailable`) and per-host
+message; connection failures → :class:`IronicUnavailable`) and per-host
 call counting (the benchmark "Ironic API calls per host").
 
 Why not openstacksdk: it is synchronous (we would need a thread per call),
@@ -26,8 +26,6 @@ from typing import Any
 
 import aiohttp
 
-from racksmith.provisioner.base import BackendUnavailable
-
 #: One microversion for every call: 1.95 has node inventory (1.81),
 #: configdrive as JSON (1.56), ``automated_clean`` (1.47), no ``.json``
 #: suffix stripping of node names (1.91) and node names on ports (1.94).
@@ -43,6 +41,12 @@ NODE_FIELDS = (
     "provision_state", "target_provision_state", "power_state", "target_power_state",
     "last_error", "maintenance", "fault", "automated_clean", "inspection_finished_at",
 )
+
+
+class IronicUnavailable(Exception):
+    """Ironic cannot be reached or answers 503 (retry later). The provisioner
+    adapter turns it into the provisioner contract's ``BackendUnavailable``:
+    this client knows nothing of that contract."""
 
 
 class IronicAPIError(Exception):
@@ -134,10 +138,10 @@ class IronicClient:
                 text = await resp.text()
                 status = resp.status
         except (aiohttp.ClientConnectionError, TimeoutError) as exc:
-            raise BackendUnavailable(
+            raise IronicUnavailable(
                 f"Ironic at {self.base_url} is unreachable: {type(exc).__name__}") from None
         if status == 503:
-            raise BackendUnavailable(f"Ironic at {self.base_url} is unavailable (503)")
+            raise IronicUnavailable(f"Ironic at {self.base_url} is unavailable (503)")
         if status >= 400:
             raise IronicAPIError(status, _error_message(text, status))
         if not text:

@@ -30,12 +30,14 @@ are never logged.
 
 from __future__ import annotations
 
+import functools
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import structlog
 
-from racksmith.ironic.client import IronicAPIError, IronicClient, JsonObject
+from racksmith.ironic.client import IronicAPIError, IronicClient, IronicUnavailable, JsonObject
 from racksmith.ironic.config import IronicSettings
 from racksmith.provisioner import ironic_states as st
 from racksmith.provisioner.base import (
@@ -53,6 +55,7 @@ from racksmith.provisioner.ironic_inventory import hardware_from_inventory
 
 #: Namespace for node UUIDs derived from host UIDs (stable across restarts).
 NODE_UUID_NAMESPACE = uuid.UUID("6f1c7a52-5d2e-4b8e-9a43-7d1f0e3c2b90")
+_M = TypeVar("_M", bound=Callable[..., Awaitable[Any]])
 DETACH_REASON = "racksmith: host detached, Ironic must not touch it"
 
 BOOT_MODES = {"UEFI": "uefi", "legacy": "bios", "UEFISecureBoot": "uefi"}
@@ -61,6 +64,20 @@ BOOT_MODES = {"UEFI": "uefi", "legacy": "bios", "UEFISecureBoot": "uefi"}
 def node_uuid(host: HostIdentity) -> str:
     """The Ironic node UUID for ``host`` (derived from its uid)."""
     return str(uuid.uuid5(NODE_UUID_NAMESPACE, host.uid))
+
+
+def _backend_errors(method: _M) -> _M:
+    """The provisioner contract's error for an unreachable backend: Ironic's
+    client raises its own ``IronicUnavailable`` (it knows nothing of the
+    contract); every public method of the adapter turns it into
+    ``BackendUnavailable``."""
+    @functools.wraps(method)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(*args, **kwargs)
+        except IronicUnavailable as exc:
+            raise BackendUnavailable(str(exc)) from None
+    return wrapper  # type: ignore[return-value]
 
 
 def _not_registered(kind: ErrorKind) -> Result:
@@ -84,11 +101,12 @@ class IronicProvisioner:
     async def is_ready(self) -> bool:
         try:
             return bool(await self.client.list_drivers())
-        except (BackendUnavailable, IronicAPIError):
+        except (IronicUnavailable, IronicAPIError):
             return False
 
     # --- registration -----------------------------------------------------
 
+    @_backend_errors
     async def register(self, host: HostIdentity, bmc: BMCAccess, *,
                        credentials_changed: bool) -> RegisterResult:
         try:
@@ -203,6 +221,7 @@ class IronicProvisioner:
 
     # --- inspection -------------------------------------------------------
 
+    @_backend_errors
     async def inspect(self, host: HostIdentity, *, force: bool = False) -> InspectResult:
         """``force`` starts a new inspection whenever the node is idle: pass
         it until the call returns ``wait``, then stop passing it."""
@@ -246,6 +265,7 @@ class IronicProvisioner:
 
     # --- preparation, provisioning ----------------------------------------
 
+    @_backend_errors
     async def prepare(self, host: HostIdentity, *, clean: bool | None = None) -> Result:
         """``clean`` (from automatedCleaningMode) sets the node's
         automated_clean; None keeps Ironic's configured default."""
@@ -267,6 +287,7 @@ class IronicProvisioner:
         return Result.fail(ErrorKind.PREPARATION,
                            f"cannot prepare a host in Ironic state {state!r}")
 
+    @_backend_errors
     async def provision(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
@@ -291,6 +312,7 @@ class IronicProvisioner:
         return await self._instance_action(node, request, "active",
                                            configdrive=_configdrive(request))
 
+    @_backend_errors
     async def adopt(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
@@ -322,6 +344,7 @@ class IronicProvisioner:
                 return self._api_failure(exc, ErrorKind.PROVISIONING)
         return await self._provision_action(name, target, ErrorKind.PROVISIONING, **extra)
 
+    @_backend_errors
     async def deprovision(self, host: HostIdentity, *, clean: bool) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
@@ -381,6 +404,7 @@ class IronicProvisioner:
 
     # --- power --------------------------------------------------------------
 
+    @_backend_errors
     async def power(self, host: HostIdentity, on: bool) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
@@ -400,6 +424,7 @@ class IronicProvisioner:
         self._log.info("power change requested", host=name, on=on)
         return Result.wait(self.timings.power_poll, dirty=True)
 
+    @_backend_errors
     async def power_state(self, host: HostIdentity) -> bool | None:
         node = await self.client.get_node(host.node_name)
         if node is None:
@@ -408,6 +433,7 @@ class IronicProvisioner:
 
     # --- removal ------------------------------------------------------------
 
+    @_backend_errors
     async def delete(self, host: HostIdentity) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
@@ -430,6 +456,7 @@ class IronicProvisioner:
                                   host=name, error=result.error)
         return await self._delete_node(node, ErrorKind.PROVISIONING)
 
+    @_backend_errors
     async def detach(self, host: HostIdentity) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
