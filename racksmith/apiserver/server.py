@@ -27,7 +27,7 @@ from racksmith import filemodes
 from racksmith.apiserver import pki
 from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError
-from racksmith.apiserver.http.app import HttpConfig, build_app
+from racksmith.apiserver.http.app import WATCHES_KEY, HttpConfig, build_app
 from racksmith.apiserver.lifecycle import Lifecycle
 from racksmith.apiserver.registry import Registry
 from racksmith.apiserver.service import PATCH_APPLY, ResourceService, WriteOptions
@@ -90,6 +90,13 @@ class ApiServer:
     @property
     def kubeconfig_path(self) -> Path:
         return self.data_dir / "kubeconfig"
+
+    def watch_renders(self) -> tuple[int, int]:
+        """(lines rendered, lines reused) by the watch render cache so far."""
+        if self._runner is None:
+            return 0, 0
+        cache = self._runner.app[WATCHES_KEY].renders
+        return (cache.renders, cache.hits) if cache is not None else (0, 0)
 
     async def start(self, bootstrap: Iterable[Obj] = ()) -> None:
         # Large requests do their pure CPU work in worker threads; a short GIL

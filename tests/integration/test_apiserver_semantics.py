@@ -248,6 +248,30 @@ async def _watch_lines(server: ApiServer, path: str, count: int,
     return out
 
 
+async def test_watchers_of_one_resource_share_each_rendered_event(api_server: ApiServer,
+                                                                   ns: str) -> None:
+    """Three watchers, ten events: each event is rendered once and sent to all
+    three (the other two take the bytes the first one rendered)."""
+    async with raw_client(api_server, ns) as c:
+        _, first = await c.post(CM, cm("fan-0"))
+        rv = first["metadata"]["resourceVersion"]
+        path = c.path(f"{CM}?watch=1&resourceVersion={rv}")
+        rendered, reused = api_server.watch_renders()
+        # They watch from ``rv``: whether a watcher connects before the writes
+        # or after (and replays them from the log), it sees the same ten events.
+        tasks = [asyncio.create_task(_watch_lines(api_server, path, 10)) for _ in range(3)]
+        for i in range(1, 6):
+            await c.post(CM, cm(f"fan-{i}"))
+        for i in range(1, 6):
+            await c.patch(f"{CM}/fan-{i}", {"metadata": {"labels": {"n": str(i)}}})
+        streams = await asyncio.gather(*tasks)
+        assert streams[0] == streams[1] == streams[2]
+        assert [e["type"] for e in streams[0]] == ["ADDED"] * 5 + ["MODIFIED"] * 5
+        now_rendered, now_reused = api_server.watch_renders()
+        assert now_rendered - rendered == 10
+        assert now_reused - reused == 20
+
+
 async def test_watch_selector_transitions_and_timeout(api_server: ApiServer, ns: str) -> None:
     async with raw_client(api_server, ns) as c:
         _, first = await c.post(CM, cm("watched", labels={"team": "a"}))

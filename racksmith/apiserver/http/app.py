@@ -37,7 +37,7 @@ from racksmith.apiserver.http.request import (
     read_body,
     resolve,
 )
-from racksmith.apiserver.http.watch import WatchParams, is_websocket, serve_watch
+from racksmith.apiserver.http.watch import RenderCache, WatchParams, is_websocket, serve_watch
 from racksmith.apiserver.objects import returns_deleted_object
 from racksmith.apiserver.openapi import OpenAPICache
 from racksmith.apiserver.pki import User
@@ -56,6 +56,7 @@ log = logging.getLogger("racksmith.apiserver")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 USER_KEY = web.RequestKey("user", User)
+WATCHES_KEY: web.AppKey[Watches] = web.AppKey("watches")
 
 
 @dataclass
@@ -128,7 +129,8 @@ def _status_response(err: errors.ApiError) -> web.Response:
 
 def build_app(registry: Registry, service: ResourceService, config: HttpConfig) -> web.Application:
     openapi = OpenAPICache(registry)
-    watches = WatchSlots(config.max_watches)
+    watches = Watches(config.max_watches)
+    watches.renders = RenderCache()
 
     @web.middleware
     async def error_middleware(request: web.Request,
@@ -176,6 +178,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
 
     app = web.Application(middlewares=[error_middleware, auth_middleware],
                           client_max_size=4 * 1024 * 1024)
+    app[WATCHES_KEY] = watches
 
     async def health(request: web.Request) -> web.Response:
         if request.path == "/readyz" and not config.ready():
@@ -303,11 +306,14 @@ def _result(info: ResourceInfo, res: WriteResult, accept: AcceptInfo, request: w
 
 
 @dataclass
-class WatchSlots:
-    """How many watch streams are open, against the limit."""
+class Watches:
+    """The server's watches: how many streams are open (against the limit) and
+    the lines rendered once for all of them."""
 
     limit: int
     open: int = 0
+    renders: RenderCache | None = None
+    """Watch lines rendered once for every watcher (see RenderCache)."""
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
@@ -322,7 +328,7 @@ class WatchSlots:
 
 
 async def _serve_resource(request: web.Request, target: Target, service: ResourceService,
-                          watches: WatchSlots) -> web.StreamResponse:
+                          watches: Watches) -> web.StreamResponse:
     info = target.info
     method = request.method
     accept = parse_accept(request.headers.get("Accept"))
@@ -342,7 +348,7 @@ async def _serve_resource(request: web.Request, target: Target, service: Resourc
                     list_opts=_list_opts(request), table=accept.table, partial=accept.partial)
                 with watches.slot():
                     return await serve_watch(request, service, info, target.namespace,
-                                             params)
+                                             params, watches.renders)
             page = await service.list(info, target.namespace, _list_opts(request))
             if accept.table:
                 return _json(to_table(info, page.items, rv=str(page.rv),

@@ -134,8 +134,44 @@ def _client_gone(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
+class RenderCache:
+    """Watch lines rendered once and shared by every watcher of the server.
+
+    Watchers of the same resource, version and form (plain, Table,
+    PartialObjectMetadata) send the same bytes for the same event: the first
+    one to send it renders it (decode, present at the version, encode), the
+    others take the bytes (and never decode the event). Bounded: the oldest
+    entries go first.
+    """
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self._lines: dict[tuple[Any, ...], bytes] = {}
+        self.hits = 0
+        self.renders = 0
+
+    def line(self, key: tuple[Any, ...], render: Callable[[], bytes]) -> bytes:
+        cached = self._lines.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        out = render()
+        self.renders += 1
+        lines = self._lines
+        if len(lines) >= self.size:
+            del lines[next(iter(lines))]
+        lines[key] = out
+        return out
+
+
+_TICK = object()
+"""Put into a watcher's queue every POLL_INTERVAL: time to check the
+deadline, the client and bookmarks (no timeout is armed per event)."""
+
+
 async def serve_watch(request: web.Request, service: ResourceService, info: ResourceInfo,
-                      namespace: str | None, params: WatchParams) -> web.StreamResponse:
+                      namespace: str | None, params: WatchParams,
+                      renders: RenderCache | None = None) -> web.StreamResponse:
     label, fieldsel = service.parse_selectors(info, params.list_opts)
     matches = service.matcher(info, label, fieldsel)
     rv_text = params.resource_version
@@ -161,6 +197,13 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
         return orjson.dumps({"type": event_type, "object": payload}) + b"\n"
 
     send = sink.send
+    cache = renders if renders is not None else RenderCache(size=256)
+    form = "table" if params.table else "partial" if params.partial else ""
+    identity = (info.group, info.version, info.plural, form)
+
+    def render_event(event_type: str, event: WatchEvent) -> bytes:
+        key = (*identity, event_type, event.rv, event.key.namespace, event.key.name)
+        return cache.line(key, lambda: render(event_type, event.obj))
 
     selective = label is not None or fieldsel is not None
     matched: set[tuple[str, str]] = set()
@@ -191,7 +234,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     timeout = params.timeout_seconds or random.randint(*DEFAULT_TIMEOUT)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    queue: asyncio.Queue[WatchEvent | BaseException | None] = asyncio.Queue()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
     scope = service.scope(info, namespace)
 
     async def pump() -> None:
@@ -202,17 +245,21 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
         except (Expired, Exception) as exc:
             await queue.put(exc)
 
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(max(0.0, min(POLL_INTERVAL, deadline - loop.time())))
+            queue.put_nowait(_TICK)
+
     pump_task = asyncio.create_task(pump())
+    tick_task = asyncio.create_task(ticker())
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
     try:
         while True:
             now = loop.time()
             if now >= deadline or _client_gone(request) or sink.gone:
                 break
-            wait = min(POLL_INTERVAL, deadline - now)
-            try:
-                item = await asyncio.wait_for(queue.get(), timeout=wait)
-            except TimeoutError:
+            item = await queue.get()
+            if item is _TICK:
                 if params.bookmarks and loop.time() >= next_bookmark:
                     next_bookmark = loop.time() + BOOKMARK_INTERVAL
                     bm = _bookmark(info, max(last_rv, _safe_rv(service, queue)))
@@ -242,7 +289,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                 known.add(ident)
             out = _filter(item, matches, matched) if selective else item.type.value
             last_rv = item.rv
-            chunk = [render(out, item.obj)] if out is not None else []
+            chunk = [render_event(out, item)] if out is not None else []
             # Coalesce what is already queued into one write (one TLS record).
             pending: WatchEvent | BaseException | None = None
             while len(chunk) < 256 and not queue.empty():
@@ -257,15 +304,17 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                 nout = _filter(nxt, matches, matched) if selective else nxt.type.value
                 last_rv = nxt.rv
                 if nout is not None:
-                    chunk.append(render(nout, nxt.obj))
+                    chunk.append(render_event(nout, nxt))
             if chunk and not await send(b"".join(chunk)):
                 break
             if pending is not None:
                 await _push_front(queue, pending)
     finally:
         pump_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await pump_task
+        tick_task.cancel()
+        for task in (pump_task, tick_task):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
     await sink.close()
     return sink.response
 

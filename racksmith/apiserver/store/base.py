@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+import orjson
+
 Obj = dict[str, Any]
 
 
@@ -56,12 +58,32 @@ class EventType(StrEnum):
     """The object is gone; the payload is its last state with the delete's rv."""
 
 
-@dataclass(frozen=True)
 class WatchEvent:
-    type: EventType
-    key: Key
-    rv: int
-    obj: Obj
+    """One event of a watch. The object is decoded from the stored bytes
+    (``data``) on first use only: a watcher that finds the event already
+    rendered by another (the HTTP layer's render cache) never decodes it."""
+
+    __slots__ = ("_obj", "data", "key", "rv", "type")
+
+    def __init__(self, type: EventType, key: Key, rv: int, obj: Obj | None = None, *,
+                 data: bytes | None = None) -> None:
+        if obj is None and data is None:
+            raise ValueError("a WatchEvent needs the object or its bytes")
+        self.type = type
+        self.key = key
+        self.rv = rv
+        self.data = data
+        self._obj = obj
+
+    @property
+    def obj(self) -> Obj:
+        if self._obj is None:
+            assert self.data is not None
+            self._obj = orjson.loads(self.data)
+        return self._obj
+
+    def __repr__(self) -> str:
+        return f"WatchEvent({self.type.value}, {self.key}, rv={self.rv})"
 
 
 @dataclass(frozen=True)

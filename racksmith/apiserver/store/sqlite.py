@@ -521,7 +521,6 @@ class SqliteStore:
                               f"({self._compact_rv})")
             last = since_rv
             upto = self._rv  # everything newer reaches ``sub`` through the hub
-            loads = orjson.loads
             while last < upto:
                 try:
                     rows: _EventRows = await self._read(
@@ -532,7 +531,7 @@ class SqliteStore:
                     raise
                 for erv, etype, ns, name, data in rows:
                     yield WatchEvent(EventType(etype), Key(scope.resource, ns, name), erv,
-                                     loads(data))
+                                     data=data)
                 if len(rows) < _REPLAY_PAGE:
                     break
                 last = rows[-1][0]
@@ -544,7 +543,7 @@ class SqliteStore:
                 if ev.rv <= last:
                     continue
                 last = ev.rv
-                yield WatchEvent(ev.type, ev.key, ev.rv, loads(ev.data))
+                yield WatchEvent(ev.type, ev.key, ev.rv, data=ev.data)
         finally:
             sub.cancel()
 
