@@ -138,6 +138,21 @@ async def test_metadata_fields_of_the_wrong_type_are_a_400_on_every_kind(
 
 
 @MODULE_LOOP
+async def test_a_non_string_generate_name_is_a_400_on_every_kind_served(api: Api) -> None:
+    """Every resource the server serves (built-in and custom, every version)."""
+    infos = api.server.registry.all()
+    assert len(infos) > 30
+    with nothing_written(api.server):
+        for info in infos:
+            base = f"/apis/{info.group}/{info.version}" if info.group else f"/api/{info.version}"
+            path = f"{base}/namespaces/{{ns}}/{info.plural}" if info.namespaced else \
+                f"{base}/{info.plural}"
+            r = await api.post(path, {"apiVersion": info.api_version, "kind": info.kind,
+                                      "metadata": {"generateName": 5}})
+            assert_status(r, 400, "BadRequest", mentions=("metadata.generateName",))
+
+
+@MODULE_LOOP
 async def test_yaml_number_keys_become_strings(api: Api) -> None:
     doc = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: numkeys\ndata:\n  1: one\n" \
           b"  true: yes-text\n  2020-01-01: a-date-key\n  when: 2020-01-01\n"
