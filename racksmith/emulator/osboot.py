@@ -207,10 +207,29 @@ def _pid_alive(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
+CMDLINE_SETTLE_SECONDS = 0.5
+"""How long an empty ``/proc/<pid>/cmdline`` is read again: a process still
+inside ``execve`` (the parent's Popen has returned, the new image's arguments
+are not mapped yet) shows none."""
+
+
+def _read_cmdline(pid: int) -> bytes:
+    return Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def _cmdline(pid: int) -> bytes:
+    deadline = time.monotonic() + CMDLINE_SETTLE_SECONDS
+    while True:
+        raw = _read_cmdline(pid)
+        if raw or time.monotonic() >= deadline or not _pid_alive(pid):
+            return raw
+        time.sleep(0.005)
+
+
 def _runs_in(pid: int, root: Path) -> bool:
     """Whether ``pid`` is alive and was started with ``--root <root>``."""
     try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        args = _cmdline(pid).split(b"\0")
     except OSError:
         return False
     wanted = os.fsencode(str(root))

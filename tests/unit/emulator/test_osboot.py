@@ -543,3 +543,18 @@ async def test_agent_boots_the_os_on_disk_boots_and_stops_it(
         await server.stop()  # stops the OS processes too
         await images.stop()
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_process_still_in_execve_is_recognised_once_its_arguments_show(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Popen returns once the child's execve passed the point of no return, but
+    /proc/<pid>/cmdline stays empty until the new image's arguments are mapped
+    (seen under load: a restarted emulator booted a second agent instead of
+    adopting the first). An empty cmdline is read again."""
+    from racksmith.emulator import osboot as module
+
+    root = tmp_path / "root"
+    reads = iter([b"", b"", f"python\0agent\0--root\0{root}\0".encode()])
+    monkeypatch.setattr(module, "_read_cmdline", lambda _pid: next(reads))
+    monkeypatch.setattr(module, "_pid_alive", lambda _pid: True)
+    assert module._runs_in(12345, root)
