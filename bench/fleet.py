@@ -713,13 +713,15 @@ async def controller_main(kubeconfig: Path, stats: Path, workers: int) -> None:
     """The child: the update controller under a Manager, counts written on SIGUSR1."""
     counts = install_call_counter()
     from racksmith.app.logs import configure_logging
+    from racksmith.controllers.maintenance import NodeMaintenance
     from racksmith.controllers.update import update_controller
     from racksmith.runtime.kubeclient import api_client_from_kubeconfig
     from racksmith.runtime.manager import Manager
 
     configure_logging("warning")
     client = await api_client_from_kubeconfig(kubeconfig)
-    manager = Manager(client, [update_controller(client, workers=workers)])
+    manager = Manager(client, [update_controller(client, workers=workers,
+                                                    node_flow=NodeMaintenance)])
     loop = asyncio.get_running_loop()
     seq = 0
     ready = False

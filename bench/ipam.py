@@ -9,7 +9,7 @@ Owns the IPAM part of ``make bench``. Measures, in one run:
   separate controller replicas would be), twice: lowest address first (the
   default) and with ``TakenHint(spread=...)`` (random start), each on its
   own /16; both with the real protocol
-  (``racksmith.controllers.ipam.claim_address``: create the IPaddr named
+  (``racksmith.ipamclaims.claim_address``: create the IPaddr named
   after the address; 409 → someone else won, try the next) against a
   ``racksmith apiserver`` process started here (port 0, temporary data dir,
   stopped by PID; it dies with us);
@@ -41,14 +41,9 @@ from typing import Any
 from apiserver import Server, quantile, server_log_problems, start_server
 from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
 
-from racksmith.controllers.ipam import (
-    Claimed,
-    SubnetReconciler,
-    TakenHint,
-    claim_address,
-    list_ipaddrs,
-)
+from racksmith.controllers.ipam import SubnetReconciler
 from racksmith.ipam import Allocated, Allocator, parse_pool
+from racksmith.ipamclaims import Claimed, TakenHint, claim_address, list_ipaddrs
 from racksmith.kinds.common import ObjectReference
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig

@@ -4,7 +4,13 @@ Owns: the list of controllers ``racksmith up`` runs (:func:`all_controllers`),
 the options of the cluster layer (:class:`ClusterOptions`) and every
 controller's waits in one place (:class:`ControllerTimings`). Each
 controller lives in its own package and is built from an ApiClient and its
-collaborators; its timings are declared there, next to it.
+collaborators; its timings are declared there, next to it. Controllers never
+import one another (import-linter's independence contract): what two of them
+share lives outside ``racksmith.controllers`` (``racksmith.runtime.resources``,
+``racksmith.runtime.conditions``, ``racksmith.kinds.hostannotations``,
+``racksmith.ipamclaims``), and a collaborator one controller takes from
+another is injected here (the update controller's node flow is the
+maintenance package's ``NodeMaintenance``).
 """
 
 from __future__ import annotations
@@ -23,7 +29,11 @@ from racksmith.controllers.ipamhost import (
     l2template_controller,
 )
 from racksmith.controllers.machine import MachineTimings, machine_controller
-from racksmith.controllers.maintenance import GracefulRebootTimings, graceful_reboot_controller
+from racksmith.controllers.maintenance import (
+    GracefulRebootTimings,
+    NodeMaintenance,
+    graceful_reboot_controller,
+)
 from racksmith.controllers.update import AlertmanagerSource, UpdateTimings, update_controller
 from racksmith.controllers.volume import (
     VolumeTimings,
@@ -114,7 +124,7 @@ def all_controllers(
             cluster_controller(api_client, workers=1),
             volume_controller(api_client, workers=min(workers, 2), timings=t.volume),
             claim_binder_controller(api_client, workers=1),
-            update_controller(api_client, workers=1, alert_source=(
+            update_controller(api_client, workers=1, node_flow=NodeMaintenance, alert_source=(
                 AlertmanagerSource(cluster.alertmanager_url)
                 if cluster.alertmanager_url else None), timings=t.update),
             graceful_reboot_controller(api_client, workers=1, timings=t.graceful_reboot),

@@ -7,8 +7,8 @@ and releases (the benchmark baseline and the model the property tests check).
 Results are :class:`Allocated` or :class:`Exhausted`, never an exception.
 
 The API-backed protocol that makes allocation safe between processes lives
-in ``racksmith.controllers.ipam.claims``; it walks :func:`free_addresses`
-and lets the API server's atomic create decide. Pure: no I/O.
+in ``racksmith.ipamclaims.claims``; it walks :func:`free_addresses` and
+lets the API server's atomic create decide. Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ It talks to the API only through the Kubernetes protocol (kubernetes_asyncio,
 confined to ``source``, ``leader`` and ``kubeclient``), so the same controllers
 run against the embedded API server and a real cluster. It never imports
 ``racksmith.apiserver``, ``racksmith.app`` or ``racksmith.controllers``.
+
+It also owns what several controllers share (they never import one
+another): ``resources`` (the ``Resource`` of every collection they read or
+write) and ``conditions`` (``ConditionSpec``, ``EventSpec``,
+``set_condition``).
 """
 
 from racksmith.runtime.clock import Clock, FakeClock, SystemClock

@@ -23,7 +23,7 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.controllers.baremetalhost import FINALIZER, BareMetalHostSettings
-from racksmith.controllers.baremetalhost.annotations import (
+from racksmith.kinds.hostannotations import (
     DETACHED,
     INSPECT,
     PAUSED,

@@ -20,14 +20,14 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
 
 from racksmith.apiserver.server import ApiServer
-from racksmith.controllers.ipam import (
+from racksmith.controllers.ipam import subnet_controller
+from racksmith.ipamclaims import (
     Claimed,
     NotClaimed,
     TakenHint,
     claim_address,
     list_ipaddrs,
     release,
-    subnet_controller,
 )
 from racksmith.kinds.common import ObjectReference
 from racksmith.runtime import Manager

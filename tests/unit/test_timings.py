@@ -17,7 +17,11 @@ from racksmith.controllers import ClusterOptions, ControllerTimings, all_control
 from racksmith.controllers.baremetalhost import BareMetalHostSettings
 from racksmith.controllers.ipamhost import IpamHostTimings
 from racksmith.controllers.machine import MachineTimings
-from racksmith.controllers.maintenance import GracefulRebootTimings, MaintenanceTimings
+from racksmith.controllers.maintenance import (
+    GracefulRebootTimings,
+    MaintenanceTimings,
+    NodeMaintenance,
+)
 from racksmith.controllers.update import UpdateTimings
 from racksmith.controllers.volume import VolumeTimings
 from racksmith.emulator.workloads import WorkloadTimings
@@ -111,6 +115,8 @@ async def test_the_composition_root_passes_the_timings_through() -> None:
     assert got["volume"].timings is t.volume
     assert got["volume"].committer.timings is t.volume
     assert got["update"].timings is t.update
+    assert isinstance(got["update"].flow, NodeMaintenance)
+    assert got["update"].flow.clock is got["update"].clock
     assert got["update"].flow.timings is t.update.node_flow
     assert got["update"].flow.drainer.timings is t.update.node_flow
     assert got["graceful-reboot"].timings is t.graceful_reboot

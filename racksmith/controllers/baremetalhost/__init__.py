@@ -3,11 +3,11 @@
 Modules: ``states`` (the transition table and its diagram), ``handlers*``
 (one per state; they propose), ``committer`` (applies, logs, counts,
 emits Events), ``controller`` (reconciler and runtime wiring), ``kube``
-(the only API access), ``annotations``, ``settings``, ``calls`` (the
-budgeted provisioner), ``provisioning`` (profile rendering and requests).
+(the only API access), ``settings``, ``calls`` (the budgeted
+provisioner), ``provisioning`` (profile rendering and requests). The
+annotations it honours and its finalizer are ``racksmith.kinds.hostannotations``.
 """
 
-from racksmith.controllers.baremetalhost.annotations import FINALIZER
 from racksmith.controllers.baremetalhost.controller import (
     CONTROLLER_NAME,
     BareMetalHostReconciler,
@@ -15,6 +15,7 @@ from racksmith.controllers.baremetalhost.controller import (
 )
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.states import TRANSITIONS, render_mermaid
+from racksmith.kinds.hostannotations import FINALIZER
 
 __all__ = [
     "CONTROLLER_NAME",

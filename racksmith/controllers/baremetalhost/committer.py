@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.controllers.baremetalhost.kube import Kube
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
@@ -31,6 +30,7 @@ from racksmith.controllers.baremetalhost.status import (
     condition,
     error_delay,
 )
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.metal import BareMetalHostStatus
 from racksmith.runtime.clock import Clock

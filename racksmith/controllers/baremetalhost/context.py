@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.calls import HostCalls
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.hostprofile import BareMetalHostProfileSpec
 from racksmith.kinds.metal import BareMetalHost, BareMetalHostStatus, ProvisioningState
 from racksmith.provisioner.base import BMCAccess, Result

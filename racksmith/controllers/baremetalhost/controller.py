@@ -25,7 +25,6 @@ import structlog
 import yaml
 from prometheus_client import CollectorRegistry
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.calls import BudgetExhausted, CallBudget, HostCalls
 from racksmith.controllers.baremetalhost.committer import Committer
 from racksmith.controllers.baremetalhost.context import (
@@ -36,11 +35,12 @@ from racksmith.controllers.baremetalhost.context import (
 )
 from racksmith.controllers.baremetalhost.handlers import decide
 from racksmith.controllers.baremetalhost.index import ReferenceIndex
-from racksmith.controllers.baremetalhost.kube import HOSTS, PROFILES, SECRETS, Conflict, Kube
+from racksmith.controllers.baremetalhost.kube import Conflict, Kube
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.controllers.baremetalhost.proposal import ConditionSpec, Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.status import BACKEND_REACHABLE
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus, SecretReference
 from racksmith.kinds.hostprofile import BareMetalHostProfile
 from racksmith.kinds.metal import BareMetalHost
@@ -51,6 +51,7 @@ from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
+from racksmith.runtime.resources import HOSTS, PROFILES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 

@@ -10,7 +10,6 @@ adopted (idempotent) and powered as ``spec.online`` says. Dispatched by
 
 from __future__ import annotations
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.controllers.baremetalhost.handlers_setup import deletion
 from racksmith.controllers.baremetalhost.proposal import Proposal
@@ -26,6 +25,7 @@ from racksmith.controllers.baremetalhost.steps import (
     manage_power,
     waiting,
 )
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.metal import ErrorType, Image
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.planners.layout import RenderedLayout

@@ -10,10 +10,10 @@ handled by the reconciler (condition ``BackendReachable``). Dispatched by
 
 from __future__ import annotations
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
 from racksmith.controllers.baremetalhost.steps import ensure_registered, failed, waiting
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.metal import AutomatedCleaningMode, ErrorType
 from racksmith.kinds.metal import ProvisioningState as S
 

@@ -19,13 +19,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.kinds.metal import GROUP, BareMetalHost
 from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.resources import HOSTS, INVENTORIES, PROFILES
 from racksmith.runtime.source import Resource
 
 VERSION = BareMetalHost.info.version
-HOSTS = Resource(GROUP, VERSION, "baremetalhosts")
-PROFILES = Resource(GROUP, VERSION, "baremetalhostprofiles")
-INVENTORIES = Resource(GROUP, VERSION, "baremetalhostinventories")
-SECRETS = Resource("", "v1", "secrets")
 COMPONENT = "racksmith-baremetalhost"
 FIELD_MANAGER = "racksmith-baremetalhost"
 

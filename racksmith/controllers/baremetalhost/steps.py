@@ -9,9 +9,9 @@ settled hosts (``spec.online`` and the reboot annotation). Called by the
 
 from __future__ import annotations
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import SecretReference
 from racksmith.kinds.metal import CredentialsStatus, ErrorType
 from racksmith.provisioner.base import Result

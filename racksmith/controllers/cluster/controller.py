@@ -19,15 +19,16 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from racksmith.controllers.cluster.summary import members, summarize
-from racksmith.controllers.machine.names import CLUSTERS, FIELD_MANAGER, MACHINES, RELEASES
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "cluster"
+FIELD_MANAGER = "racksmith-cluster"
 
 
 def machine_cluster_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from racksmith.controllers.machine.conditions import ConditionSpec, set_condition
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine, MachinePhase
 from racksmith.planners.roles import check_bootstrap
+from racksmith.runtime.conditions import ConditionSpec, set_condition
 
 RELEASE_FOUND = "ReleaseFound"
 BOOTSTRAP_UNIQUE = "BootstrapUnique"

@@ -1,29 +1,15 @@
-"""The IPAM controllers and the address-claim protocol.
+"""The IPAM (Subnet) controller.
 
 Owns the Subnet controller (``subnet``: validation, overlaps, usage in
-status) and the client-side claim helpers (``claims``: claim an address by
-creating its IPaddr, release by deleting it) that the IpamHost and machine
-controllers use. Talks to the API only through kubernetes_asyncio; the
-address arithmetic is ``racksmith.ipam``.
+status; its pure core is ``verdict``). The claim protocol it shares with the
+IpamHost controller (claim an address by creating its IPaddr, release by
+deleting it) is ``racksmith.ipamclaims``; the address arithmetic is
+``racksmith.ipam``.
 """
 
-from racksmith.controllers.ipam.claims import (
-    Claimed,
-    NotClaimed,
-    TakenHint,
-    claim_address,
-    list_ipaddrs,
-    release,
-)
 from racksmith.controllers.ipam.subnet import SubnetReconciler, subnet_controller
 
 __all__ = [
-    "Claimed",
-    "NotClaimed",
     "SubnetReconciler",
-    "TakenHint",
-    "claim_address",
-    "list_ipaddrs",
-    "release",
     "subnet_controller",
 ]

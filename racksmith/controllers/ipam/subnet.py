@@ -6,7 +6,7 @@ cluster-wide, since an address must belong to one usable pool only) and the
 IPaddr objects of this subnet, asks :func:`~racksmith.controllers.ipam.verdict.judge`
 for the verdict and writes status (capacity, allocatable, allocated,
 messages, the Ready condition) when it changed. It never allocates: claims
-are made by the controllers that need addresses (``claims``).
+are made by the controllers that need addresses (``racksmith.ipamclaims``).
 
 Sources: Subnets, mapped to every known Subnet (a subnet appearing, changing
 or going away can change the verdict on the others), and IPaddrs, mapped to
@@ -23,13 +23,14 @@ import structlog
 from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.ipam.claims import list_ipaddrs
-from racksmith.controllers.ipam.names import FIELD_MANAGER, IPADDRS, SUBNET_LABEL, SUBNETS
 from racksmith.controllers.ipam.verdict import apply_verdict, judge, subnet_cidr
+from racksmith.ipamclaims.claims import list_ipaddrs
+from racksmith.ipamclaims.names import FIELD_MANAGER, SUBNET_LABEL
 from racksmith.kinds.ipam import Subnet, SubnetStatus
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import IPADDRS, SUBNETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from racksmith.controllers.ipam.names import (
+from racksmith.ipam.overlap import SubnetCidr, overlapping
+from racksmith.ipam.ranges import InvalidSubnet, parse_pool
+from racksmith.ipamclaims.names import (
     READY,
     REASON_EXHAUSTED,
     REASON_INVALID,
     REASON_OVERLAPPING,
     REASON_READY,
 )
-from racksmith.ipam.overlap import SubnetCidr, overlapping
-from racksmith.ipam.ranges import InvalidSubnet, parse_pool
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import Subnet, SubnetStatus
 

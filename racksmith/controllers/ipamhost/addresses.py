@@ -6,7 +6,7 @@ IPaddrs labelled ``ipam.racksmith.io/ipamhost=<host>`` whose ``spec.ownerRef``
 names it (same namespace, same uid). For each ``(interface, subnet)`` the
 template asks for, the IPaddr labelled with that interface in that subnet is
 reused; only when there is none is an address claimed
-(:func:`racksmith.controllers.ipam.claims.claim_address`, which creates the
+(:func:`racksmith.ipamclaims.claims.claim_address`, which creates the
 IPaddr with those labels in one atomic create). So a reconcile interrupted
 at any point finds its claims again and never claims twice for one request;
 two hosts can never share an address (the claim protocol's guarantee).
@@ -24,14 +24,14 @@ from typing import Any
 
 from kubernetes_asyncio.client import CustomObjectsApi
 
-from racksmith.controllers.ipam.claims import Claimed, TakenHint, claim_address, release
-from racksmith.controllers.ipam.names import (
+from racksmith.controllers.ipamhost.names import INTERFACE_LABEL, IPAMHOST_LABEL
+from racksmith.ipamclaims.claims import Claimed, TakenHint, claim_address, release
+from racksmith.ipamclaims.names import (
     REASON_EXHAUSTED,
     REASON_NOT_VALIDATED,
     SUBNET_LABEL,
     label_value,
 )
-from racksmith.controllers.ipamhost.names import INTERFACE_LABEL, IPAMHOST_LABEL
 from racksmith.kinds.common import ObjectReference
 from racksmith.kinds.ipam import IpamHost, Subnet
 from racksmith.planners.netplan import AddressRequest

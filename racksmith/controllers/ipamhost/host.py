@@ -45,18 +45,13 @@ from typing import Any
 import structlog
 from kubernetes_asyncio.client import CustomObjectsApi
 
-from racksmith.controllers.ipam.names import SUBNETS
 from racksmith.controllers.ipamhost.addresses import assign, is_held_by, release_unneeded
 from racksmith.controllers.ipamhost.index import Dependencies, DependencyIndex
 from racksmith.controllers.ipamhost.kube import Conflict, Kube
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
-    CLUSTERS,
     FINALIZER,
     GLOBAL_NAMESPACE,
-    IPAMHOSTS,
-    L2TEMPLATES,
-    MACHINES,
     READY,
     REASON_ADDRESSES_PENDING,
     REASON_CONFIRMATION_REQUIRED,
@@ -96,6 +91,7 @@ from racksmith.planners.netplan import (
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, MACHINES, SUBNETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 

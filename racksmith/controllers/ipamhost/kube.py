@@ -1,7 +1,7 @@
 """The IpamHost and L2Template controllers' reads and writes, over kubernetes_asyncio.
 
 Owns every API call of the package except claims and releases (those are
-``racksmith.controllers.ipam.claims``): gets and lists of custom objects,
+``racksmith.ipamclaims.claims``): gets and lists of custom objects,
 replaces of objects and of their status subresource (optimistic: a 409 is
 :class:`Conflict`), the IPaddrs of one IpamHost and core v1 Events.
 """
@@ -16,8 +16,8 @@ from typing import Any
 from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.ipam.names import IPADDRS
 from racksmith.controllers.ipamhost.names import COMPONENT, FIELD_MANAGER, IPAMHOST_LABEL
+from racksmith.runtime.resources import IPADDRS
 from racksmith.runtime.source import Resource
 
 

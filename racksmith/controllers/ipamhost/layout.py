@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from racksmith.controllers.ipam.names import SUBNETS
 from racksmith.controllers.ipamhost.index import Dependencies
 from racksmith.controllers.ipamhost.kube import Kube
 from racksmith.controllers.ipamhost.names import GLOBAL_NAMESPACE
 from racksmith.kinds.ipam import L2Template, Subnet, SubnetScope
+from racksmith.runtime.resources import SUBNETS
 
 SUBNET_KIND = "Subnet"
 

@@ -1,22 +1,15 @@
 """Names shared by the IpamHost and L2Template controllers.
 
-Owns the resources they read and write (IpamHosts, L2Templates, Machines,
-Clusters), the labels that tie an IPaddr to the IpamHost interface it was
+Owns the labels that tie an IPaddr to the IpamHost interface it was
 claimed for, the annotations of the template-change confirmation, the
 IpamHost finalizer and the condition types and reasons both controllers
-write. The Subnet and IPaddr resources are ``racksmith.controllers.ipam.names``'.
+write. The resources they read and write (IpamHosts, L2Templates, Machines,
+Clusters, Subnets, IPaddrs) are in ``racksmith.runtime.resources``; the
+IPaddr labels and reasons of the claim protocol in ``racksmith.ipamclaims``.
 """
 
 from __future__ import annotations
 
-from racksmith.kinds.cluster import Cluster, Machine
-from racksmith.kinds.ipam import GROUP, IpamHost, L2Template
-from racksmith.runtime.source import Resource
-
-IPAMHOSTS = Resource(GROUP, IpamHost.info.version, "ipamhosts")
-L2TEMPLATES = Resource(GROUP, L2Template.info.version, "l2templates")
-MACHINES = Resource(Machine.info.group, Machine.info.version, "machines")
-CLUSTERS = Resource(Cluster.info.group, Cluster.info.version, "clusters")
 FIELD_MANAGER = "racksmith-ipamhost"
 COMPONENT = "racksmith-ipamhost"
 

@@ -27,15 +27,11 @@ from typing import Any
 
 import structlog
 
-from racksmith.controllers.ipam.names import SUBNETS
 from racksmith.controllers.ipamhost.kube import Conflict, Kube
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
     CHANGE_CONFIRMED,
-    CLUSTERS,
     GLOBAL_NAMESPACE,
-    IPAMHOSTS,
-    L2TEMPLATES,
     REASON_CONFIRMATION_REQUIRED,
     REASON_CONFIRMED,
     REASON_INVALID,
@@ -57,6 +53,7 @@ from racksmith.kinds.ipam import IpamHost, L2Template, L2TemplateStatus
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, SUBNETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 

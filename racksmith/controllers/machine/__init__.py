@@ -6,8 +6,9 @@ claims), ``userdata`` (the cloud-config with the agent config),
 ``addresses`` (the Machine's addresses from its netplan), ``status`` (a step
 applied to the status), ``commit`` (performs a step), ``kube`` (the only API
 access), ``index`` (event → Machine mapping), ``controller`` (reconciler and
-runtime wiring), ``timings`` (the controller's waits), ``names``,
-``conditions``. The contracts are in
+runtime wiring), ``timings`` (the controller's waits), ``names``. The
+resources it names come from ``racksmith.runtime.resources``, its condition
+and Event helpers from ``racksmith.runtime.conditions``. The contracts are in
 ``docs/design/cluster-contracts.md``.
 """
 

@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any
 
 from racksmith.controllers.machine import names as n
-from racksmith.controllers.machine.conditions import ConditionSpec, EventSpec
 from racksmith.controllers.machine.kube import Conflict, Kube, SecretData
 from racksmith.controllers.machine.plan import (
     Action,
@@ -48,6 +47,8 @@ from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.runtime.clock import Clock
+from racksmith.runtime.conditions import ConditionSpec, EventSpec
+from racksmith.runtime.resources import HOSTS, IPAMHOSTS, LCMMACHINES, MACHINES
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 _CLAIM_ATTEMPTS = 3
@@ -105,7 +106,7 @@ class Committer:
             if not same_status(old, new):
                 body = copy.deepcopy(raw.machine)
                 body["status"] = _dump(new)
-                if await self.kube.replace(n.MACHINES, body, status=True) is None:
+                if await self.kube.replace(MACHINES, body, status=True) is None:
                     return Done()
                 events = status_events(old, step, outcome.conditions) + events
                 old_phase = old.phase.value if old and old.phase else ""
@@ -129,33 +130,33 @@ class Committer:
             case AddFinalizer():
                 body = copy.deepcopy(raw.machine)
                 body["metadata"].setdefault("finalizers", []).append(n.FINALIZER)
-                await self.kube.replace(n.MACHINES, body)
+                await self.kube.replace(MACHINES, body)
                 return Outcome(write_status=False)
             case RemoveFinalizer():
                 body = copy.deepcopy(raw.machine)
                 body["metadata"]["finalizers"] = [
                     f for f in body["metadata"].get("finalizers") or [] if f != n.FINALIZER]
-                await self.kube.replace(n.MACHINES, body)
+                await self.kube.replace(MACHINES, body)
                 return Outcome(write_status=False)
             case ClaimHost(candidates=names):
                 return await self._claim(machine, names)
             case EnsureIpamHost(spec=spec):
                 if raw.ipamhost is None:
-                    await self.kube.create(n.IPAMHOSTS, ns, self._owned(
+                    await self.kube.create(IPAMHOSTS, ns, self._owned(
                         machine, IpamHost.info.api_version, "IpamHost", name, _dump(spec)))
                 else:
                     body = copy.deepcopy(raw.ipamhost)
                     body.setdefault("spec", {}).update(_dump(spec))
-                    await self.kube.replace(n.IPAMHOSTS, body)
+                    await self.kube.replace(IPAMHOSTS, body)
                 return Outcome()
             case WriteLCMMachine(spec=spec):
                 if raw.lcm is None:
-                    await self.kube.create(n.LCMMACHINES, ns, self._owned(
+                    await self.kube.create(LCMMACHINES, ns, self._owned(
                         machine, LCMMachine.info.api_version, "LCMMachine", name, _dump(spec)))
                 else:
                     body = copy.deepcopy(raw.lcm)
                     body["spec"] = _dump(spec)
-                    await self.kube.replace(n.LCMMACHINES, body)
+                    await self.kube.replace(LCMMACHINES, body)
                 return Outcome()
             case WriteUserData(user_data=text):
                 secret = self._owned(machine, "v1", "Secret", n.user_data_secret(name), None)
@@ -174,7 +175,7 @@ class Committer:
                     spec["profile"] = profile
                     body["metadata"].setdefault("annotations", {})[
                         n.PROFILE_SET_ANNOTATION] = name
-                await self.kube.replace(n.HOSTS, body)
+                await self.kube.replace(HOSTS, body)
                 return Outcome(events=[EventSpec(
                     "Normal", "ProvisioningRequested", f"host {host}: image {image.url}")])
             case ReleaseHost(host=host, clear_profile=clear_profile):
@@ -187,7 +188,7 @@ class Committer:
                     spec.pop("profile", None)
                     (body["metadata"].get("annotations") or {}).pop(
                         n.PROFILE_SET_ANNOTATION, None)
-                await self.kube.replace(n.HOSTS, body)
+                await self.kube.replace(HOSTS, body)
                 return Outcome(events=[EventSpec("Normal", "HostReleased", f"host {host}")])
             case SyncNodeRoles(labels=labels, taints=taints):
                 node = copy.deepcopy(raw.node or {})
@@ -216,10 +217,10 @@ class Committer:
                 await self.kube.delete_node(name)
                 return Outcome()
             case DeleteLCMMachine():
-                await self.kube.delete(n.LCMMACHINES, ns, name)
+                await self.kube.delete(LCMMACHINES, ns, name)
                 return Outcome()
             case DeleteIpamHost():
-                await self.kube.delete(n.IPAMHOSTS, ns, name)
+                await self.kube.delete(IPAMHOSTS, ns, name)
                 return Outcome()
             case DeleteUserData():
                 await self.kube.delete_secret(ns, n.user_data_secret(name))
@@ -233,7 +234,7 @@ class Committer:
         ref = _dump(consumer_ref(machine))
         for host_name in names:
             for _ in range(_CLAIM_ATTEMPTS):
-                raw = await self.kube.get(n.HOSTS, ns, host_name)
+                raw = await self.kube.get(HOSTS, ns, host_name)
                 if raw is None:
                     break
                 host = BareMetalHost.model_validate(raw)
@@ -243,7 +244,7 @@ class Committer:
                     break
                 raw.setdefault("spec", {})["consumerRef"] = ref
                 try:
-                    await self.kube.replace(n.HOSTS, raw)
+                    await self.kube.replace(HOSTS, raw)
                 except Conflict:
                     continue
                 return Outcome(events=[EventSpec("Normal", "HostClaimed",

@@ -35,6 +35,15 @@ from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, owner_keys
+from racksmith.runtime.resources import (
+    CLUSTERS,
+    HOSTS,
+    IPAMHOSTS,
+    LCMMACHINES,
+    MACHINES,
+    NODES,
+    RELEASES,
+)
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
@@ -66,7 +75,7 @@ class MachineReconciler:
             "racksmith.controllers.machine")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw_machine = await self.kube.get(n.MACHINES, key.namespace, key.name)
+        raw_machine = await self.kube.get(MACHINES, key.namespace, key.name)
         if raw_machine is None:
             self.index.forget(key)
             return Done()
@@ -92,20 +101,20 @@ class MachineReconciler:
         ns, name = meta.namespace or "", meta.name or ""
         raw = Raw(machine=raw_machine)
         deleting = meta.deletion_timestamp is not None
-        cluster = _model(Cluster, await self.kube.get(n.CLUSTERS, ns, machine.spec.cluster_name))
-        raw.lcm = await self.kube.get(n.LCMMACHINES, ns, name)
+        cluster = _model(Cluster, await self.kube.get(CLUSTERS, ns, machine.spec.cluster_name))
+        raw.lcm = await self.kube.get(LCMMACHINES, ns, name)
         lcm = _model(LCMMachine, raw.lcm)
         release = None
         release_name = release_to_render(machine, cluster, lcm)
         if cluster is not None and release_name is not None:
             release = _model(ClusterRelease, await self.kube.get_release(release_name))
         hosts: list[BareMetalHost] = []
-        for item in await self.kube.list_objects(n.HOSTS, ns):
+        for item in await self.kube.list_objects(HOSTS, ns):
             host = _model(BareMetalHost, item)
             if host is not None:
                 hosts.append(host)
                 raw.hosts[host.metadata.name or ""] = item
-        raw.ipamhost = await self.kube.get(n.IPAMHOSTS, ns, name)
+        raw.ipamhost = await self.kube.get(IPAMHOSTS, ns, name)
         raw.node = await self.kube.get_node(name)
         node = NodeView.from_raw(raw.node) if raw.node is not None else None
         pods: tuple[PodView, ...] = ()
@@ -174,14 +183,14 @@ def machine_controller(
     index = reconciler.index
     owned = owner_keys("Machine", GROUP, controller_only=True)
     sources = [
-        KubeSource(api_client, n.MACHINES, namespace=namespace, clock=clock),
-        KubeSource(api_client, n.HOSTS, namespace=namespace, clock=clock,
+        KubeSource(api_client, MACHINES, namespace=namespace, clock=clock),
+        KubeSource(api_client, HOSTS, namespace=namespace, clock=clock,
                    mapper=index.host_keys),
-        KubeSource(api_client, n.IPAMHOSTS, namespace=namespace, clock=clock, mapper=owned),
-        KubeSource(api_client, n.LCMMACHINES, namespace=namespace, clock=clock, mapper=owned),
-        KubeSource(api_client, n.NODES, clock=clock, mapper=index.node_keys),
-        KubeSource(api_client, n.CLUSTERS, namespace=namespace, clock=clock,
+        KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock, mapper=owned),
+        KubeSource(api_client, LCMMACHINES, namespace=namespace, clock=clock, mapper=owned),
+        KubeSource(api_client, NODES, clock=clock, mapper=index.node_keys),
+        KubeSource(api_client, CLUSTERS, namespace=namespace, clock=clock,
                    mapper=index.cluster_keys),
-        KubeSource(api_client, n.RELEASES, clock=clock, mapper=index.release_keys),
+        KubeSource(api_client, RELEASES, clock=clock, mapper=index.release_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

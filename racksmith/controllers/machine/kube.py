@@ -21,12 +21,8 @@ from typing import Any, NoReturn
 from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.machine.names import (
-    COMPONENT,
-    FIELD_MANAGER,
-    MACHINE_API_VERSION,
-    RELEASES,
-)
+from racksmith.controllers.machine.names import COMPONENT, FIELD_MANAGER, MACHINE_API_VERSION
+from racksmith.runtime.resources import RELEASES
 from racksmith.runtime.source import Resource
 
 

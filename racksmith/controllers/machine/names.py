@@ -1,25 +1,16 @@
 """Names the Machine controller shares with the rest of Racksmith.
 
-Owns the resources the controller reads and writes, its finalizer and
-labels, the names of the objects it creates for a Machine ``m`` (IpamHost
-``m``, LCMMachine ``m``, Secret ``m-user-data``), the agent Secret's keys,
-and the condition types and reasons it writes (see
-``docs/design/cluster-contracts.md``, "Objects and names").
+Owns the controller's field manager, its finalizer and labels, the names of
+the objects it creates for a Machine ``m`` (IpamHost ``m``, LCMMachine ``m``,
+Secret ``m-user-data``), the agent Secret's keys, and the condition types
+and reasons it writes (see ``docs/design/cluster-contracts.md``, "Objects
+and names"). The resources it reads and writes are in
+``racksmith.runtime.resources``.
 """
 
 from __future__ import annotations
 
-from racksmith.kinds import cluster, ipam, lcm, metal
-from racksmith.runtime.source import Resource
-
-MACHINES = Resource(cluster.GROUP, cluster.Machine.info.version, "machines")
-CLUSTERS = Resource(cluster.GROUP, cluster.Cluster.info.version, "clusters")
-RELEASES = Resource(cluster.GROUP, cluster.ClusterRelease.info.version, "clusterreleases")
-HOSTS = Resource(metal.GROUP, metal.BareMetalHost.info.version, "baremetalhosts")
-IPAMHOSTS = Resource(ipam.GROUP, ipam.IpamHost.info.version, "ipamhosts")
-LCMMACHINES = Resource(lcm.GROUP, lcm.LCMMachine.info.version, "lcmmachines")
-NODES = Resource("", "v1", "nodes")
-SECRETS = Resource("", "v1", "secrets")
+from racksmith.kinds import cluster
 
 MACHINE_API_VERSION = cluster.Machine.info.api_version
 FIELD_MANAGER = "racksmith-machine"

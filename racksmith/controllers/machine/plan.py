@@ -31,7 +31,6 @@ from typing import Any
 
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.addresses import machine_addresses
-from racksmith.controllers.machine.conditions import ConditionSpec, EventSpec, find
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
 from racksmith.controllers.machine.selection import (
     candidates,
@@ -48,6 +47,7 @@ from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.planners.release import plan_state_items
 from racksmith.planners.roles import LABEL_PREFIX, NodeRoles, plan_node_roles
+from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
 
 # --- actions --------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from racksmith.controllers.baremetalhost.annotations import is_detached, is_paused
 from racksmith.kinds.cluster import Machine
 from racksmith.kinds.common import LabelSelector, LabelSelectorOperator, ObjectReference
+from racksmith.kinds.hostannotations import is_detached, is_paused
 from racksmith.kinds.metal import BareMetalHost, ProvisioningState
 
 

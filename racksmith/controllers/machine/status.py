@@ -16,16 +16,16 @@ from datetime import datetime
 from typing import Any
 
 from racksmith.controllers.machine import names as n
-from racksmith.controllers.machine.conditions import (
+from racksmith.controllers.machine.plan import Step
+from racksmith.kinds.cluster import MachineStatus
+from racksmith.kinds.common import ConditionStatus
+from racksmith.runtime.conditions import (
     ConditionSpec,
     EventSpec,
     changed,
     find,
     set_condition,
 )
-from racksmith.controllers.machine.plan import Step
-from racksmith.kinds.cluster import MachineStatus
-from racksmith.kinds.common import ConditionStatus
 
 
 def apply_step(

@@ -23,17 +23,7 @@ from typing import Any
 import structlog
 
 from racksmith.controllers.maintenance.drain import Drainer
-from racksmith.controllers.maintenance.kube import (
-    HOSTS,
-    LCMMACHINES,
-    MACHINES,
-    NMRS,
-    NODE_LOCKS,
-    PLANS,
-    REBOOTS,
-    Conflict,
-    MaintenanceKube,
-)
+from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
 from racksmith.kinds.maintenance import NodeMaintenanceRequest
 from racksmith.planners.maintenance import (
     BMH_REBOOT_ANNOTATION,
@@ -71,6 +61,15 @@ from racksmith.planners.maintenance import (
     rfc3339,
 )
 from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.resources import (
+    HOSTS,
+    LCMMACHINES,
+    MACHINES,
+    NMRS,
+    NODE_LOCKS,
+    PLANS,
+    REBOOTS,
+)
 
 MAX_ACTIONS = 10
 

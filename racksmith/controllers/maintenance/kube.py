@@ -18,23 +18,7 @@ from typing import Any, NoReturn
 from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi, PolicyV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.kinds import cluster, lcm, maintenance, metal
 from racksmith.runtime.source import Resource
-
-NMRS = Resource(maintenance.GROUP, maintenance.NodeMaintenanceRequest.info.version,
-                maintenance.NodeMaintenanceRequest.info.plural)
-NODE_LOCKS = Resource(maintenance.GROUP, maintenance.NodeWorkloadLock.info.version,
-                      maintenance.NodeWorkloadLock.info.plural)
-MACHINES = Resource(cluster.GROUP, cluster.Machine.info.version, cluster.Machine.info.plural)
-CLUSTERS = Resource(cluster.GROUP, cluster.Cluster.info.version, cluster.Cluster.info.plural)
-LCMMACHINES = Resource(lcm.GROUP, lcm.LCMMachine.info.version, lcm.LCMMachine.info.plural)
-PLANS = Resource(lcm.GROUP, lcm.ClusterUpdatePlan.info.version,
-                 lcm.ClusterUpdatePlan.info.plural)
-REBOOTS = Resource(lcm.GROUP, lcm.GracefulRebootRequest.info.version,
-                   lcm.GracefulRebootRequest.info.plural)
-HOSTS = Resource(metal.GROUP, metal.BareMetalHost.info.version,
-                 metal.BareMetalHost.info.plural)
-NODES = Resource("", "v1", "nodes")
 
 FIELD_MANAGER = "racksmith-maintenance"
 MERGE = "application/merge-patch+json"

@@ -31,17 +31,7 @@ import structlog
 from pydantic import ValidationError
 
 from racksmith.controllers.maintenance.flow import NodeMaintenance
-from racksmith.controllers.maintenance.kube import (
-    CLUSTERS,
-    LCMMACHINES,
-    MACHINES,
-    NMRS,
-    NODE_LOCKS,
-    NODES,
-    REBOOTS,
-    Conflict,
-    MaintenanceKube,
-)
+from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
 from racksmith.controllers.maintenance.timings import GracefulRebootTimings
 from racksmith.kinds.cluster import Cluster, Machine, Role
 from racksmith.kinds.common import Condition, ConditionStatus
@@ -67,6 +57,15 @@ from racksmith.planners.maintenance import (
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import (
+    CLUSTERS,
+    LCMMACHINES,
+    MACHINES,
+    NMRS,
+    NODE_LOCKS,
+    NODES,
+    REBOOTS,
+)
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 

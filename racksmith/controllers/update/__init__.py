@@ -3,13 +3,14 @@
 Modules: ``plan`` (the pure decisions: plan contents, what starts, the
 status), ``controller`` (reconciler and runtime wiring), ``kube`` (the only
 API access), ``alerts`` (alert sources for UpdateAutoPause), ``flow`` (the
-seam to the per-node maintenance flow), ``timings`` (its waits), ``names``. The contract is in
+seam to the per-node maintenance flow, which the composition root injects),
+``timings`` (its waits), ``names``. The contract is in
 ``docs/design/maintenance-contracts.md`` ("The LCM update controller").
 """
 
 from racksmith.controllers.update.alerts import AlertmanagerSource, AlertSource, NoAlerts
 from racksmith.controllers.update.controller import UpdateReconciler, update_controller
-from racksmith.controllers.update.flow import NodeFlow
+from racksmith.controllers.update.flow import NodeFlow, NodeFlowFactory
 from racksmith.controllers.update.names import CONTROLLER_NAME
 from racksmith.controllers.update.timings import UpdateTimings
 
@@ -19,6 +20,7 @@ __all__ = [
     "AlertmanagerSource",
     "NoAlerts",
     "NodeFlow",
+    "NodeFlowFactory",
     "UpdateReconciler",
     "UpdateTimings",
     "update_controller",

@@ -25,30 +25,24 @@ from pydantic import ValidationError
 
 from racksmith.controllers.update import plan as decide
 from racksmith.controllers.update.alerts import AlertSource, NoAlerts
-from racksmith.controllers.update.flow import NodeFlow, NodeJob, NodeProgress, RebootPolicy
+from racksmith.controllers.update.flow import (
+    NodeFlow,
+    NodeFlowFactory,
+    NodeJob,
+    NodeProgress,
+    RebootPolicy,
+)
 from racksmith.controllers.update.kube import Conflict, Kube
 from racksmith.controllers.update.names import (
-    AUTOPAUSES,
     BLOCKED,
     CLUSTER_LABEL,
-    CLUSTER_LOCKS,
-    CLUSTERS,
     CMR_API_VERSION,
-    CMRS,
     CONTROLLER_NAME,
     GROUP_API_VERSION,
-    GROUPS,
-    LCMMACHINES,
-    MACHINES,
     NAMESPACE_ANNOTATION,
-    NMRS,
-    NODE_LOCKS,
-    NODES,
     OWNER_LABEL,
     PLAN_API_VERSION,
-    PLANS,
     READY_TO_FINISH,
-    REBOOTS,
     RELEASE_ANNOTATION,
     UPDATE_GROUP_LABEL,
     cmr_name,
@@ -68,11 +62,24 @@ from racksmith.kinds.lcm import (
     UpdateGroupSpec,
 )
 from racksmith.kinds.maintenance import LockState, MaintenanceScope
-from racksmith.planners.maintenance import MaintenanceTimings
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import (
+    AUTOPAUSES,
+    CLUSTER_LOCKS,
+    CLUSTERS,
+    CMRS,
+    LCMMACHINES,
+    MACHINES,
+    NMRS,
+    NODE_LOCKS,
+    NODES,
+    PLANS,
+    REBOOTS,
+    UPDATE_GROUPS,
+)
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
@@ -243,7 +250,7 @@ class UpdateReconciler:
 
     async def _observe(self, key: ObjectKey, cluster: Cluster) -> World:
         ns = key.namespace
-        raw_groups = await self.kube.list_objects(GROUPS, ns)
+        raw_groups = await self.kube.list_objects(UPDATE_GROUPS, ns)
         groups = [g for g in (_parse(UpdateGroup, r) for r in raw_groups) if g is not None]
         policies = [GroupPolicy(g.metadata.name or "", g.spec.index, g.spec.concurrent_updates,
                                 g.spec.reboot_if_update_requires) for g in groups]
@@ -311,7 +318,7 @@ class UpdateReconciler:
                     "metadata": {"name": g.name, "namespace": key.namespace,
                                  "labels": {CLUSTER_LABEL: key.name}},
                     "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}
-            if await self.kube.create(GROUPS, key.namespace, body):
+            if await self.kube.create(UPDATE_GROUPS, key.namespace, body):
                 created = True
                 self.log.info("update group created", kind="UpdateGroup",
                               namespace=key.namespace, name=g.name)
@@ -532,6 +539,7 @@ def update_controller(
     alert_source: AlertSource | None = None,
     workers: int = 1,
     clock: Clock | None = None,
+    node_flow: NodeFlowFactory | None = None,
     node_maintenance: NodeFlow | None = None,
     namespace: str | None = None,
     logger: Any = None,
@@ -539,14 +547,22 @@ def update_controller(
 ) -> Controller:
     """The runtime Controller of cluster updates (see the module docstring).
 
+    The node maintenance flow is injected, exactly one of: ``node_flow``, a
+    factory called with ``api_client``, the controller's clock and
+    ``timings.node_flow`` (the composition root passes ``NodeMaintenance``);
+    or ``node_maintenance``, a ready flow (tests pass fakes).
     ``alert_source``: where UpdateAutoPause alerts are read (None: none fire);
-    ``node_maintenance``: the node flow (None: the real ``NodeMaintenance``,
-    with ``timings.node_flow``); ``timings``: the waits (None: the defaults).
+    ``timings``: the waits (None: the defaults).
     """
     clock = clock if clock is not None else SystemClock()
     timings = timings if timings is not None else UpdateTimings()
-    flow = node_maintenance if node_maintenance is not None else _real_flow(
-        api_client, clock, timings.node_flow)
+    if node_flow is not None and node_maintenance is None:
+        flow = node_flow(api_client, clock=clock, timings=timings.node_flow)
+    elif node_maintenance is not None and node_flow is None:
+        flow = node_maintenance
+    else:
+        raise TypeError("update_controller: pass exactly one of node_flow (a factory) "
+                        "and node_maintenance (a flow)")
     reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
                                   logger=logger, timings=timings)
     index = reconciler.index
@@ -562,7 +578,7 @@ def update_controller(
         source(MACHINES, spec_cluster_keys("clusterName")),
         source(LCMMACHINES, on_change(_lcm_digest, spec_cluster_keys("clusterName"))),
         source(PLANS, spec_cluster_keys("cluster")),
-        source(GROUPS, index.of_namespace),
+        source(UPDATE_GROUPS, index.of_namespace),
         source(AUTOPAUSES, index.of_namespace),
         source(NMRS, index.of_node, scoped=False),
         source(CLUSTER_LOCKS, index.everything, scoped=False),
@@ -570,12 +586,6 @@ def update_controller(
         source(NODES, on_change(_node_digest, index.of_node), scoped=False),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
-
-
-def _real_flow(api_client: Any, clock: Clock, timings: MaintenanceTimings) -> NodeFlow:
-    from racksmith.controllers.maintenance.flow import NodeMaintenance
-
-    return NodeMaintenance(api_client, clock=clock, timings=timings)
 
 
 __all__ = ["ClusterIndex", "UpdateReconciler", "update_controller"]

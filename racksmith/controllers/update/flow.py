@@ -1,18 +1,27 @@
 """The seam to the node maintenance flow (one node, one owner).
 
 Owns ``NodeFlow``, the protocol of the per-node executor the controller
-drives (``racksmith.controllers.maintenance.flow.NodeMaintenance`` in
-production, a fake in tests). The job and progress types are the flow
-planner's (``racksmith.planners.maintenance``).
+drives, and ``NodeFlowFactory``, how the composition root hands the
+controller one (``racksmith.controllers.maintenance.NodeMaintenance`` in
+production, which is itself a factory; a fake in tests). The controller
+never imports the maintenance package: controllers do not import one
+another. The job and progress types are the flow planner's
+(``racksmith.planners.maintenance``).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from racksmith.planners.maintenance import NodeJob, NodeProgress, RebootPolicy
+from racksmith.planners.maintenance import (
+    MaintenanceTimings,
+    NodeJob,
+    NodeProgress,
+    RebootPolicy,
+)
+from racksmith.runtime.clock import Clock
 
-__all__ = ["NodeFlow", "NodeJob", "NodeProgress", "RebootPolicy"]
+__all__ = ["NodeFlow", "NodeFlowFactory", "NodeJob", "NodeProgress", "RebootPolicy"]
 
 
 class NodeFlow(Protocol):
@@ -28,4 +37,14 @@ class NodeFlow(Protocol):
 
     async def sweep(self, owners_alive: set[str]) -> list[str]:
         """Clean up after crashes and owners not in ``owners_alive``; what was done."""
+        ...
+
+
+class NodeFlowFactory(Protocol):
+    """Builds the node flow for an API client, with the controller's clock and
+    the flow's waits (``UpdateTimings.node_flow``). The ``NodeMaintenance``
+    class is one."""
+
+    def __call__(self, api_client: Any, *, clock: Clock,
+                 timings: MaintenanceTimings) -> NodeFlow:
         ...

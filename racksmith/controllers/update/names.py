@@ -1,34 +1,17 @@
 """Names the LCM update controller shares with the rest of Racksmith.
 
-Owns the resources the controller reads and writes, its field manager, the
-labels and annotations of ``docs/design/maintenance-contracts.md`` ("Names,
-labels, annotations") it reads or writes, the node flow's state names as the
-controller sees them, and the condition types of a ClusterUpdatePlan.
+Owns the controller's field manager, the labels and annotations of
+``docs/design/maintenance-contracts.md`` ("Names, labels, annotations") it
+reads or writes, the node flow's state names as the controller sees them,
+and the condition types of a ClusterUpdatePlan. The resources it reads and
+writes are in ``racksmith.runtime.resources``.
 """
 
 from __future__ import annotations
 
-from racksmith.kinds import cluster, lcm, maintenance
+from racksmith.kinds import lcm, maintenance
 from racksmith.planners import maintenance as maintenance_planner
 from racksmith.planners.maintenance import NodeState
-from racksmith.runtime.source import Resource
-
-CLUSTERS = Resource(cluster.GROUP, cluster.Cluster.info.version, "clusters")
-MACHINES = Resource(cluster.GROUP, cluster.Machine.info.version, "machines")
-LCMMACHINES = Resource(lcm.GROUP, lcm.LCMMachine.info.version, "lcmmachines")
-PLANS = Resource(lcm.GROUP, lcm.ClusterUpdatePlan.info.version, "clusterupdateplans")
-GROUPS = Resource(lcm.GROUP, lcm.UpdateGroup.info.version, "updategroups")
-AUTOPAUSES = Resource(lcm.GROUP, lcm.UpdateAutoPause.info.version, "updateautopauses")
-REBOOTS = Resource(lcm.GROUP, lcm.GracefulRebootRequest.info.version, "gracefulrebootrequests")
-CMRS = Resource(maintenance.GROUP, maintenance.ClusterMaintenanceRequest.info.version,
-                "clustermaintenancerequests")
-NMRS = Resource(maintenance.GROUP, maintenance.NodeMaintenanceRequest.info.version,
-                "nodemaintenancerequests")
-CLUSTER_LOCKS = Resource(maintenance.GROUP, maintenance.ClusterWorkloadLock.info.version,
-                         "clusterworkloadlocks")
-NODE_LOCKS = Resource(maintenance.GROUP, maintenance.NodeWorkloadLock.info.version,
-                      "nodeworkloadlocks")
-NODES = Resource("", "v1", "nodes")
 
 PLAN_API_VERSION = lcm.ClusterUpdatePlan.info.api_version
 GROUP_API_VERSION = lcm.UpdateGroup.info.api_version

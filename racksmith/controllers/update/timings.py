@@ -22,8 +22,8 @@ class UpdateTimings:
     sweep_period: float = 30.0
     """Run the node flow's hygiene sweep at most this often."""
     node_flow: MaintenanceTimings = field(default_factory=MaintenanceTimings)
-    """The waits of the node maintenance flow the controller builds (unused
-    when the caller gives its own flow)."""
+    """The waits of the node maintenance flow, passed to the ``node_flow``
+    factory (unused when the caller gives a ready flow)."""
 
     def __post_init__(self) -> None:
         if self.active_requeue <= 0 or self.sweep_period < 0:

@@ -30,6 +30,7 @@ from racksmith.planners.quantity import to_bytes
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.resources import PVCS, PVS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
@@ -212,8 +213,8 @@ def claim_binder_controller(api_client: Any, *, clock: Clock | None = None, work
     """The runtime Controller of the pre-bound claim binder (see the module docstring)."""
     clock = clock if clock is not None else SystemClock()
     sources = [
-        KubeSource(api_client, n.PVS, clock=clock),
-        KubeSource(api_client, n.PVCS, clock=clock, mapper=_volume_name_keys),
+        KubeSource(api_client, PVS, clock=clock),
+        KubeSource(api_client, PVCS, clock=clock, mapper=_volume_name_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, ClaimBinder(api_client, logger=logger),
                       workers=workers, clock=clock, logger=logger)

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from racksmith.controllers.machine.conditions import EventSpec
 from racksmith.controllers.volume.jobs import Job, JobOp, new_job
 from racksmith.controllers.volume.kube import Kube
 from racksmith.controllers.volume.names import FINALIZER
@@ -36,6 +35,7 @@ from racksmith.controllers.volume.status import apply_step, same_status, status_
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
 from racksmith.runtime.clock import Clock
+from racksmith.runtime.conditions import EventSpec
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 

@@ -33,6 +33,7 @@ from racksmith.kinds.storage import GROUP, Volume
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.keys import ObjectKey, owner_keys
+from racksmith.runtime.resources import NODES, PVS, STORAGE_CLASSES, VOLUMES
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
@@ -101,11 +102,11 @@ def volume_controller(api_client: Any, *, clock: Clock | None = None, workers: i
     reconciler = VolumeReconciler(api_client, clock=clock, logger=logger, timings=timings)
     index = reconciler.index
     sources = [
-        KubeSource(api_client, n.VOLUMES, clock=clock),
-        KubeSource(api_client, n.PVS, clock=clock,
+        KubeSource(api_client, VOLUMES, clock=clock),
+        KubeSource(api_client, PVS, clock=clock,
                    mapper=owner_keys(n.VOLUME_KIND, GROUP, controller_only=True)),
-        KubeSource(api_client, n.STORAGE_CLASSES, clock=clock, mapper=index.storage_class_keys),
-        KubeSource(api_client, n.NODES, clock=clock, mapper=index.node_keys),
+        KubeSource(api_client, STORAGE_CLASSES, clock=clock, mapper=index.storage_class_keys),
+        KubeSource(api_client, NODES, clock=clock, mapper=index.node_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock,
                       logger=logger)

@@ -25,8 +25,8 @@ from racksmith.controllers.volume.names import (
     EVENT_NAMESPACE,
     VOLUME_API_VERSION,
     VOLUME_KIND,
-    VOLUMES,
 )
+from racksmith.runtime.resources import VOLUMES
 
 
 class Conflict(Exception):

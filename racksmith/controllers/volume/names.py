@@ -1,20 +1,14 @@
 """Names the Volume controller and the claim binder share with the rest of Racksmith.
 
-Owns the resources they read and write, the finalizer, the annotations of
-the task protocol (``docs/design/volume-contracts.md``), the PV label, the
-Ready reasons' spelling and the timings of the job poll. No I/O.
+Owns their field managers, the finalizer, the annotations of the task
+protocol (``docs/design/volume-contracts.md``), the PV label, the Ready
+reasons' spelling and the timings of the job poll. No I/O. The resources
+they read and write are in ``racksmith.runtime.resources``.
 """
 
 from __future__ import annotations
 
 from racksmith.kinds import storage
-from racksmith.runtime.source import Resource
-
-VOLUMES = Resource(storage.GROUP, storage.Volume.info.version, "volumes")
-PVS = Resource("", "v1", "persistentvolumes")
-PVCS = Resource("", "v1", "persistentvolumeclaims")
-STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
-NODES = Resource("", "v1", "nodes")
 
 VOLUME_API_VERSION = storage.Volume.info.api_version
 VOLUME_KIND = storage.Volume.info.kind

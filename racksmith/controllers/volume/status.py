@@ -14,17 +14,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from racksmith.controllers.machine.conditions import (
+from racksmith.controllers.volume.names import READY
+from racksmith.controllers.volume.plan import Step
+from racksmith.kinds.common import ConditionStatus
+from racksmith.kinds.storage import VolumePhase, VolumeReason, VolumeStatus
+from racksmith.runtime.conditions import (
     ConditionSpec,
     EventSpec,
     changed,
     find,
     set_condition,
 )
-from racksmith.controllers.volume.names import READY
-from racksmith.controllers.volume.plan import Step
-from racksmith.kinds.common import ConditionStatus
-from racksmith.kinds.storage import VolumePhase, VolumeReason, VolumeStatus
 
 
 def phase_of(ready: ConditionSpec) -> VolumePhase:

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from racksmith.controllers.baremetalhost import annotations as ann
 from racksmith.controllers.baremetalhost.calls import BudgetExhausted
 from racksmith.controllers.baremetalhost.handlers import HANDLERS, decide
 from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.states import is_allowed
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hostprofile import BareMetalHostProfileSpec
 from racksmith.kinds.metal import ErrorType, OperationalStatus

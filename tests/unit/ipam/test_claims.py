@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.ipam.claims import (
+from racksmith.ipamclaims.claims import (
     Claimed,
     NotClaimed,
     TakenHint,
@@ -26,7 +26,7 @@ from racksmith.controllers.ipam.claims import (
     refusal_of,
     release,
 )
-from racksmith.controllers.ipam.names import SUBNET_LABEL, ipaddr_name, label_value
+from racksmith.ipamclaims.names import SUBNET_LABEL, ipaddr_name, label_value
 from racksmith.kinds.common import ObjectReference
 from racksmith.kinds.ipam import Subnet
 

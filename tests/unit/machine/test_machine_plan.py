@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import yaml
 
-from racksmith.controllers.baremetalhost.annotations import DETACHED, PAUSED
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.observed import Observed
 from racksmith.controllers.machine.plan import (
@@ -35,6 +34,7 @@ from racksmith.controllers.machine.plan import (
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.kinds.cluster import AddressType, MachinePhase
 from racksmith.kinds.common import ConditionStatus
+from racksmith.kinds.hostannotations import DETACHED, PAUSED
 from racksmith.planners.release import NETPLAN_ITEM
 from tests.unit.machine import builders as b
 

@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 from racksmith.controllers.cluster.summary import members, summarize
 from racksmith.controllers.machine import names as n
-from racksmith.controllers.machine.conditions import ConditionSpec
 from racksmith.controllers.machine.plan import Step, Wait
 from racksmith.controllers.machine.status import apply_step, same_status, status_events
 from racksmith.controllers.machine.userdata import agent_access
 from racksmith.kinds.cluster import Cluster, Machine, MachinePhase, MachineStatus
 from racksmith.kinds.common import ConditionStatus
+from racksmith.runtime.conditions import ConditionSpec
 from tests.unit.machine import builders as b
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -1,9 +1,10 @@
 """Conditions and Events as plain data, and the one rule for setting a condition.
 
 Owns ``ConditionSpec`` (what a planner wants a condition to say),
-``EventSpec`` (a core v1 Event to emit) and ``set_condition`` (the
-transition time moves only when the status does). Pure. Used by the Machine
-and Cluster controllers.
+``EventSpec`` (a core v1 Event to emit), ``set_condition`` (the transition
+time moves only when the status does), ``find`` and ``changed``. Pure (the
+caller passes the time). Shared by the Machine, Cluster and Volume
+controllers, which import it from here rather than from one another.
 """
 
 from __future__ import annotations

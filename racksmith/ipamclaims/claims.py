@@ -1,11 +1,12 @@
 """Claiming and releasing addresses through the API: the allocation protocol.
 
 Owns :func:`claim_address`, :func:`release` and :func:`list_ipaddrs`, used by
-the controllers that need addresses (IpamHost rendering, machines).
+the Subnet controller (to count what is taken) and by the controllers that
+need addresses (IpamHost rendering).
 
 The protocol never hands out an address twice, whatever the number of
 claimers: an address is claimed by **creating** the IPaddr object named
-after the subnet and the address (:func:`~racksmith.controllers.ipam.names.ipaddr_name`).
+after the subnet and the address (:func:`~racksmith.ipamclaims.names.ipaddr_name`).
 Names are unique per namespace and the API server's create is atomic, so of
 two claimers racing for one address exactly one gets 201; the other gets 409
 AlreadyExists and moves on to the next free address. What a claimer
@@ -32,9 +33,10 @@ from typing import Any
 from kubernetes_asyncio.client import CustomObjectsApi, V1DeleteOptions, V1Preconditions
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.ipam.names import (
+from racksmith.ipam.allocator import free_values
+from racksmith.ipam.ranges import InvalidSubnet, Pool, parse_pool
+from racksmith.ipamclaims.names import (
     FIELD_MANAGER,
-    IPADDRS,
     OWNER_KIND_LABEL,
     OWNER_NAME_LABEL,
     READY,
@@ -46,10 +48,9 @@ from racksmith.controllers.ipam.names import (
     ipaddr_name,
     label_value,
 )
-from racksmith.ipam.allocator import free_values
-from racksmith.ipam.ranges import InvalidSubnet, Pool, parse_pool
 from racksmith.kinds.common import ConditionStatus, ObjectReference
 from racksmith.kinds.ipam import IPaddr, Subnet
+from racksmith.runtime.resources import IPADDRS
 
 _REFUSING = (REASON_INVALID, REASON_OVERLAPPING)
 

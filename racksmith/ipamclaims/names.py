@@ -1,18 +1,15 @@
-"""Names shared by the IPAM controllers and claim helpers.
+"""Names of the address-claim protocol, shared by the Subnet controller, the
+claim helpers and the controllers that claim addresses.
 
-Owns the resources (Subnets, IPaddrs), the labels that tie an IPaddr to its
-Subnet and to its holder, the IPaddr naming rule (subnet + address, so the
-API server's unique names make a claim atomic) and the Subnet's Ready
-condition reasons.
+Owns IPAM's field manager, the labels that tie an IPaddr to its Subnet and
+to its holder, the IPaddr naming rule (subnet + address, so the API
+server's unique names make a claim atomic) and the Subnet's Ready condition
+reasons (which the claim helpers read to refuse a subnet). The Subnet and
+IPaddr resources are in ``racksmith.runtime.resources``. Pure.
 """
 
 from __future__ import annotations
 
-from racksmith.kinds.ipam import GROUP, IPaddr, Subnet
-from racksmith.runtime.source import Resource
-
-SUBNETS = Resource(GROUP, Subnet.info.version, "subnets")
-IPADDRS = Resource(GROUP, IPaddr.info.version, "ipaddrs")
 FIELD_MANAGER = "racksmith-ipam"
 
 SUBNET_LABEL = "ipam.racksmith.io/subnet"

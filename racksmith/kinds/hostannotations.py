@@ -1,7 +1,11 @@
-"""Annotations and the finalizer the BareMetalHost controller honours.
+"""The annotations and the finalizer of a BareMetalHost (``metal``), and
+the predicates over a host's annotations.
 
-Owns the names (Metal3's, under Racksmith's group) and the predicates over
-a host's annotations. Users set them with ``kubectl annotate``:
+Owns the names (Metal3's, under Racksmith's group) and the pure predicates
+over them. The BareMetalHost controller honours them; other controllers read
+them too (the Machine controller never claims a paused or detached host),
+so they live here, next to the kind, rather than in a controller. Users set
+them with ``kubectl annotate``:
 
 - ``baremetalhost.metal.racksmith.io/paused``: do nothing at all;
 - ``baremetalhost.metal.racksmith.io/detached``: release the host from the
@@ -12,8 +16,9 @@ a host's annotations. Users set them with ``kubectl annotate``:
   the backend accepts it); the value ``disabled`` skips inspection at
   registration.
 
-The controller writes ``baremetalhost.metal.racksmith.io/rendered-layout``
-(the disk layout of the profile, as deployed).
+The BareMetalHost controller writes
+``baremetalhost.metal.racksmith.io/rendered-layout`` (the disk layout of the
+profile, as deployed) and its finalizer ``metal.racksmith.io/baremetalhost``.
 """
 
 from __future__ import annotations
