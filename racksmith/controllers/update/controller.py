@@ -257,7 +257,10 @@ class UpdateReconciler:
                 return RequeueAfter(0.0)
             return await self._drive(key, world, raw, plan)
         if decide.wants_plan(target, world.machines):
-            await self._create_plan(key, world)
+            if not await self._create_plan(key, world):
+                # The schedule cannot be built (logged): look again later, not
+                # in a tight loop; a change of the cluster wakes it sooner.
+                return RequeueAfter(self.timings.active_requeue)
             return RequeueAfter(0.0)
         return Done()
 
@@ -339,7 +342,8 @@ class UpdateReconciler:
                               namespace=key.namespace, name=g.name)
         return created
 
-    async def _create_plan(self, key: ObjectKey, world: World) -> None:
+    async def _create_plan(self, key: ObjectKey, world: World) -> bool:
+        """Create the plan the cluster wants; False if no schedule can be built."""
         cluster = world.cluster
         target = cluster.spec.release
         per_machine, info = self._per_machine(world)
@@ -347,7 +351,7 @@ class UpdateReconciler:
         if isinstance(schedule, str):
             self.log.warning("cannot plan the update", kind="Cluster", namespace=key.namespace,
                              name=key.name, error=schedule)
-            return
+            return False
         name = plan_name(key.name, target)
         if any(p.metadata.name == name for _, p in world.plans):
             await self.kube.delete(PLANS, key.namespace, name)  # a completed namesake
@@ -371,6 +375,7 @@ class UpdateReconciler:
                 "Normal", "UpdatePlanCreated",
                 f"ClusterUpdatePlan {name}: {spec.source} → {target} in steps "
                 f"{', '.join(s.id for s in spec.steps)}")
+        return True
 
     async def _drop_orphan_cmr(self, key: ObjectKey, owners: set[str]) -> None:
         """Delete the cluster's CMR left by a plan that is no longer active."""
