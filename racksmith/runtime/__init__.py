@@ -9,8 +9,9 @@ run against the embedded API server and a real cluster. It never imports
 
 It also owns what several controllers share (they never import one
 another): ``resources`` (the ``Resource`` of every collection they read or
-write) and ``conditions`` (``ConditionSpec``, ``EventSpec``,
-``set_condition``).
+write), ``conditions`` (``ConditionSpec``, ``EventSpec``,
+``set_condition``) and ``statetable`` (``StateTable``: the legal transitions
+of a status field, refused with ``IllegalTransition``).
 """
 
 from racksmith.runtime.clock import Clock, FakeClock, SystemClock
