@@ -257,16 +257,20 @@ def _build(w: _Walk) -> Step:
         raise w.stop(AddFinalizer())
     # 1. Cluster, release, host.
     cluster_name = m.spec.cluster_name
+    # A missing Cluster or ClusterRelease keeps the recorded phase: a machine
+    # past Pending written back to Pending would lose the guard below that
+    # never claims it a second host.
+    kept = (m.status.phase if m.status and m.status.phase else None) or MachinePhase.PENDING
     if o.cluster is None:
         raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.CLUSTER_FOUND, n.NOT_FOUND, f"cluster {ns}/{cluster_name} not found"),
-            ready="Pending", phase=MachinePhase.PENDING)
+            ready="Pending", phase=kept)
     w.ok(ConditionSpec.true(n.CLUSTER_FOUND, n.FOUND, f"cluster {ns}/{cluster_name}"))
     release_name = release_to_render(m, o.cluster, o.lcm) or o.cluster.spec.release
     if o.release is None or o.release.metadata.name != release_name:
         raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.RELEASE_FOUND, n.NOT_FOUND, f"ClusterRelease {release_name} not found"),
-            ready="Pending", phase=MachinePhase.PENDING)
+            ready="Pending", phase=kept)
     w.ok(ConditionSpec.true(n.RELEASE_FOUND, n.FOUND, f"ClusterRelease {release_name}"))
     host = claimed_host(o.hosts, m)
     if host is None:

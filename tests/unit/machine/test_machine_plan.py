@@ -368,3 +368,19 @@ def test_release_clears_the_profile_only_when_we_set_it() -> None:
     assert step.action == ReleaseHost("h1", clear_profile=True)
     theirs = b.host("h1", consumer=m, state="provisioned")
     assert decide(b.observed(m, hosts=(theirs,))).action == ReleaseHost("h1", False)
+
+
+def test_a_missing_cluster_keeps_the_phase_so_no_second_host_is_claimed() -> None:
+    """A Failed machine (its host vanished) whose Cluster goes missing stays
+    Failed; when the Cluster is back it still claims no other host (written
+    back as Pending, it used to claim h2)."""
+    failed = b.machine(status={"phase": "Failed", "hostRef": {"name": "h1"}})
+    for missing in ({"cluster": None}, {"release": None}):
+        step = decide(b.observed(failed, hosts=(b.host("h2"),), **missing))
+        assert step.phase is MachinePhase.FAILED
+        assert isinstance(step.action, Wait)
+    back = decide(b.observed(failed, hosts=(b.host("h2"),)))
+    assert not isinstance(back.action, ClaimHost)
+    assert back.phase is MachinePhase.FAILED
+    # A machine that never got past Pending still waits as Pending.
+    assert decide(b.observed(cluster=None)).phase is MachinePhase.PENDING
