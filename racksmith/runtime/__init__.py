@@ -3,21 +3,18 @@ running level-based reconciles, leader election over a Lease, and a manager
 that wires them with metrics and graceful shutdown.
 
 It talks to the API only through the Kubernetes protocol (kubernetes_asyncio,
-confined to ``source``, ``leader``, ``events`` and ``kubeclient``), so the same controllers
+confined to ``source``, ``leader`` and ``kubeclient``), so the same controllers
 run against the embedded API server and a real cluster. It never imports
 ``racksmith.apiserver``, ``racksmith.app`` or ``racksmith.controllers``.
 
 It also owns what several controllers share (they never import one
 another): ``resources`` (the ``Resource`` of every collection they read or
-write), ``conditions`` (``ConditionSpec``, ``EventSpec``,
-``set_condition``), ``events`` (``EventRecorder``: core v1 Events, with
-repeats aggregated as client-go does) and ``statetable`` (``StateTable``:
-the legal transitions of a status field, refused with ``IllegalTransition``).
+write) and ``conditions`` (``ConditionSpec``, ``EventSpec``,
+``set_condition``).
 """
 
 from racksmith.runtime.clock import Clock, FakeClock, SystemClock
 from racksmith.runtime.controller import Controller, Reconciler
-from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
 from racksmith.runtime.leader import (
     InMemoryLeaseStore,
@@ -37,7 +34,6 @@ __all__ = [
     "Clock",
     "Controller",
     "Done",
-    "EventRecorder",
     "FakeClock",
     "InMemoryLeaseStore",
     "LeaderElector",

@@ -1,13 +1,10 @@
 """The one place a Machine step is carried out.
 
-Owns, in order: refusing a step whose phase change the state table
-(``states.PHASES``) does not list (``IllegalTransition``, before any
-write), performing the step's action (each write optimistic, with
+Owns, in order: performing the step's action (each write optimistic, with
 the resourceVersion read at the start of the reconcile, so a concurrent
 change makes it fail with ``Conflict`` rather than overwrite), the Machine
 status through the status subresource (only when it changed), the Events
-(phase changes, conditions turning False, the action's own; through the
-``EventRecorder``, which folds repeats into one Event's count), the log line,
+(phase changes, conditions turning False, the action's own), the log line,
 and the runtime result: after a write, decide again at once; after a wait,
 what the planner asked for.
 """
@@ -43,7 +40,6 @@ from racksmith.controllers.machine.plan import (
     WriteUserData,
 )
 from racksmith.controllers.machine.selection import consumer_ref, is_candidate, is_consumed_by
-from racksmith.controllers.machine.states import PHASES
 from racksmith.controllers.machine.status import apply_step, same_status, status_events
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.kinds.cluster import Machine
@@ -52,7 +48,6 @@ from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
-from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.resources import HOSTS, IPAMHOSTS, LCMMACHINES, MACHINES
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
@@ -86,32 +81,20 @@ def _dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def writes_status(action: Action) -> bool:
-    """The step's status is written after ``action`` (all but the finalizer edits)."""
-    return not isinstance(action, AddFinalizer | RemoveFinalizer)
-
-
 class Committer:
     """Performs steps (see the module docstring)."""
 
-    def __init__(self, kube: Kube, clock: Clock, timings: MachineTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+    def __init__(self, kube: Kube, clock: Clock, timings: MachineTimings | None = None) -> None:
         self.kube = kube
         self.clock = clock
         self.timings = timings if timings is not None else MachineTimings()
-        self.recorder = recorder if recorder is not None else EventRecorder(
-            getattr(kube, "api_client", None), n.COMPONENT, clock=clock)
 
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
 
     async def commit(self, machine: Machine, raw: Raw, step: Step, log: Any) -> Result:
-        """Carry out ``step`` for ``machine``; raises Conflict on a lost race, and
-        ``IllegalTransition`` (before doing anything) for a phase change the
-        state table does not list."""
+        """Carry out ``step`` for ``machine``; raises Conflict on a lost race."""
         action = step.action
-        if writes_status(action):
-            PHASES.check(machine.status.phase if machine.status else None, step.phase)
         outcome = await self._perform(machine, raw, action)
         if not isinstance(action, Wait):
             log.info("machine step", action=type(action).__name__, phase=step.phase.value)
@@ -129,7 +112,9 @@ class Committer:
                 old_phase = old.phase.value if old and old.phase else ""
                 if old_phase != step.phase.value:
                     log.info("machine phase", old=old_phase, new=step.phase.value)
-        await self.recorder.record_all(raw.machine, events)
+        for event in events:
+            await self.kube.create_event(raw.machine, event.type, event.reason, event.message,
+                                         self.now())
         if isinstance(action, Wait):
             return Done() if action.seconds is None else RequeueAfter(action.seconds)
         if isinstance(action, RemoveFinalizer):
@@ -146,7 +131,7 @@ class Committer:
                 body = copy.deepcopy(raw.machine)
                 body["metadata"].setdefault("finalizers", []).append(n.FINALIZER)
                 await self.kube.replace(MACHINES, body)
-                return Outcome(write_status=False)  # see writes_status
+                return Outcome(write_status=False)
             case RemoveFinalizer():
                 body = copy.deepcopy(raw.machine)
                 body["metadata"]["finalizers"] = [

@@ -4,18 +4,13 @@ Owns ``NodeMaintenance``: ``advance(job)`` reads the world of one node (the
 Node, its NodeMaintenanceRequest, NodeWorkloadLocks and pods, the Machine,
 LCMMachine and BareMetalHost), asks ``planners.maintenance.decide`` for the
 next action, performs it, and decides again from a fresh read, until the
-planner waits (at most ``MAX_ACTIONS`` writes per call) or the state table
-(``planners.maintenance_states``) refuses the next state; ``finish(job)``
+planner waits (at most ``MAX_ACTIONS`` writes per call); ``finish(job)``
 deletes the request; ``sweep`` cleans up after crashes and deleted owners.
 Called by the LCM update controller and the graceful reboot controller
 (``reboot``). Every method may be called any number of times: the flow's
 memory is on the objects (see ``docs/design/maintenance-contracts.md``), so
 a fresh instance resumes a flow started by another. How long it waits in
 each state is ``MaintenanceTimings`` (given by the controller that runs it).
-Each write is an Event about the Node (``events.action_events``, through
-the runtime's ``EventRecorder``, component ``racksmith-maintenance``):
-``Cordoned``, ``DrainStarted``, ``Evicted``/``EvictionRefused`` (the
-drainer's), ``RebootRequested``, ``Uncordoned``.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ from typing import Any
 import structlog
 
 from racksmith.controllers.maintenance.drain import Drainer
-from racksmith.controllers.maintenance.events import COMPONENT, action_events, node_ref
 from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
 from racksmith.kinds.maintenance import NodeMaintenanceRequest
 from racksmith.planners.maintenance import (
@@ -66,9 +60,7 @@ from racksmith.planners.maintenance import (
     parse_owner,
     rfc3339,
 )
-from racksmith.planners.maintenance_states import NODE_FLOW
 from racksmith.runtime.clock import Clock, SystemClock
-from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.resources import (
     HOSTS,
     LCMMACHINES,
@@ -78,7 +70,6 @@ from racksmith.runtime.resources import (
     PLANS,
     REBOOTS,
 )
-from racksmith.runtime.statetable import IllegalTransition
 
 MAX_ACTIONS = 10
 
@@ -89,14 +80,11 @@ class NodeMaintenance:
     """Runs the node maintenance flow (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
-                 logger: Any = None, timings: MaintenanceTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 logger: Any = None, timings: MaintenanceTimings | None = None) -> None:
         self.kube = MaintenanceKube(api_client)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
-        self.drainer = Drainer(self.kube, self.timings, self.recorder)
+        self.drainer = Drainer(self.kube, self.timings)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")
 
@@ -108,21 +96,12 @@ class NodeMaintenance:
         Returns where it stopped; ``ReadyToFinish`` asks the caller to record
         the machine as done and call ``finish``. May be called any number of
         times. Raises ``ApiException`` on API errors (the caller retries).
-        A decision that the write before it cannot lead to
-        (``planners.maintenance_states.NODE_FLOW``) ends the walk unperformed:
-        the state it was in is returned, the refusal in its message.
         """
         log = self.log.bind(kind="NodeMaintenanceRequest", name=job.node, owner=job.owner)
         progress: NodeProgress | None = None
         for _ in range(MAX_ACTIONS):
             observed = await self.observe(job)
             decision = decide(observed)
-            if progress is not None:
-                refused = _refused(progress, decision.progress, self.timings)
-                if refused is not None:
-                    log.warning("node maintenance transition refused", state=str(progress.state),
-                                next=str(decision.progress.state), message=refused.message)
-                    return refused
             if decision.waits:
                 self._log_state(log, progress, decision.progress)
                 return decision.progress
@@ -235,7 +214,6 @@ class NodeMaintenance:
                 log.info("node uncordoned", kept_cordoned=keep)
             case _:
                 raise AssertionError(f"unexpected action {action!r}")
-        await self.recorder.record_all(node_ref(job.node), action_events(job, action))
 
     async def _annotate_request(self, job: NodeJob, annotations: dict[str, str | None]
                                 ) -> None:
@@ -351,18 +329,6 @@ class NodeMaintenance:
             await self.kube.delete(NMRS, None, name)
         done.append(f"deleted NodeMaintenanceRequest {name}: owner {owner} gone")
         return done
-
-
-def _refused(before: NodeProgress, after: NodeProgress, timings: MaintenanceTimings
-             ) -> NodeProgress | None:
-    """``before`` with the refusal in its message when the state table refuses
-    ``before`` → ``after`` within one walk; None when it allows it."""
-    try:
-        NODE_FLOW.check(before.state, after.state)
-    except IllegalTransition as exc:
-        return replace(before, message=f"{before.message} ({exc.message})",
-                       requeue=timings.poll)
-    return None
 
 
 # --- views of raw objects -------------------------------------------------------------------

@@ -11,16 +11,9 @@ NodeMaintenanceRequest the owner holds, else the first not recorded Done. At
 ``ReadyToFinish`` the machine is recorded Done in ``status.machines`` first,
 then the request is deleted: a machine recorded Done is never rebooted
 again. ``status.phase`` InProgress → Completed (Failed when a listed
-machine does not exist), checked against the state table
-``reboot_states.REBOOT_PHASES`` before it is written; conditions
-``Blocked`` and ``LockFailed``. Status
+machine does not exist); conditions ``Blocked`` and ``LockFailed``. Status
 goes through the status subresource. A deleted request releases its node
 (uncordon if it cordoned it, delete its NodeMaintenanceRequest).
-
-Its node flow records the Events about the Nodes (``Cordoned``,
-``DrainStarted``, ``Evicted``/``EvictionRefused``, ``RebootRequested``,
-``Uncordoned``; component ``racksmith-maintenance``); the controller
-records none of its own.
 
 Watches GracefulRebootRequests, NodeMaintenanceRequests (by owner label),
 Nodes, LCMMachines and NodeWorkloadLocks (mapped to the request whose
@@ -39,7 +32,6 @@ from pydantic import ValidationError
 
 from racksmith.controllers.maintenance.flow import NodeMaintenance
 from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
-from racksmith.controllers.maintenance.reboot_states import REBOOT_PHASES
 from racksmith.controllers.maintenance.timings import GracefulRebootTimings
 from racksmith.kinds.cluster import Cluster, Machine, Role
 from racksmith.kinds.common import Condition, ConditionStatus
@@ -64,7 +56,6 @@ from racksmith.planners.maintenance import (
 )
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
-from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import (
     CLUSTERS,
@@ -144,15 +135,14 @@ class GracefulRebootReconciler:
     """Reconciles one GracefulRebootRequest per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
-                 logger: Any = None, timings: GracefulRebootTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 logger: Any = None, timings: GracefulRebootTimings | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance.reboot")
         self.timings = timings if timings is not None else GracefulRebootTimings()
         self.kube = MaintenanceKube(api_client)
         self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log,
-                                    timings=self.timings.node_flow, recorder=recorder)
+                                    timings=self.timings.node_flow)
         self.index = RebootIndex()
 
     async def reconcile(self, key: ObjectKey) -> Result:
@@ -241,11 +231,8 @@ class GracefulRebootReconciler:
                      order: list[str], missing: list[str], known: dict[str, MachineProgress],
                      current: str | None, progress: NodeProgress | None,
                      now: datetime) -> bool:
-        """Write the status when it changed; False if the request is gone. Raises
-        ``IllegalTransition`` for a phase change ``REBOOT_PHASES`` does not list."""
+        """Write the status when it changed; False if the request is gone."""
         new = build_status(status, order, missing, known, current, progress, now)
-        assert new.phase is not None  # build_status always decides one
-        REBOOT_PHASES.check(status.phase, new.phase)
         if _comparable(new) == _comparable(status):
             return True
         body = dict(raw)
@@ -329,17 +316,14 @@ def _comparable(status: GracefulRebootRequestStatus) -> Any:
 
 def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
                                clock: Clock | None = None, logger: Any = None,
-                               timings: GracefulRebootTimings | None = None,
-                               recorder: EventRecorder | None = None) -> Controller:
+                               timings: GracefulRebootTimings | None = None) -> Controller:
     """The runtime Controller for GracefulRebootRequests (see the module docstring).
 
     ``timings``: its waits and its node flow's (None: the defaults).
-    ``recorder``: the process's EventRecorder, for its node flow's Events
-    (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger,
-                                          timings=timings, recorder=recorder)
+                                          timings=timings)
     index = reconciler.index
     sources = [
         KubeSource(api_client, REBOOTS, clock=clock),

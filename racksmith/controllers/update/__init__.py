@@ -1,9 +1,7 @@
 """The LCM update controller: UpdateGroups, ClusterUpdatePlans, AutoPause.
 
 Modules: ``plan`` (the pure decisions: plan contents, what starts, the
-status), ``states`` (the plan phase's state table), ``events`` (the Events
-a plan's status change is worth), ``controller`` (reconciler and runtime
-wiring), ``kube`` (the only
+status), ``controller`` (reconciler and runtime wiring), ``kube`` (the only
 API access), ``alerts`` (alert sources for UpdateAutoPause), ``flow`` (the
 seam to the per-node maintenance flow, which the composition root injects),
 ``timings`` (its waits), ``names``. The contract is in

@@ -3,8 +3,7 @@
 Modules: ``plan`` (the pure planner: observed objects → the next step),
 ``observed`` (what a reconcile sees), ``jobs`` (the task protocol's job
 names and results), ``pv`` (the PersistentVolume of a Volume), ``status``
-(a step applied to the status), ``states`` (the phase's state table),
-``commit`` (performs a step), ``kube`` (the
+(a step applied to the status), ``commit`` (performs a step), ``kube`` (the
 only API access), ``index`` (StorageClass/Node event → Volumes),
 ``controller`` (reconciler and runtime wiring), ``binder`` (the pre-bound
 claim binder), ``timings`` (the controller's waits), ``names``. The contracts are in
