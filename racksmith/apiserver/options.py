@@ -17,25 +17,22 @@ from typing import Any
 
 from racksmith.apiserver import errors
 from racksmith.apiserver.errors import ApiError
+from racksmith.apiserver.schema import jsonvalue
 
 Obj = dict[str, Any]
 
 PROPAGATION_POLICIES = ("Background", "Foreground", "Orphan")
 
 
+_GO_NAMES = {"boolean": "bool", "integer": "number"}
+
+
 def json_type(value: Any) -> str:
-    """Go's name for a JSON value's type in unmarshal errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+    """Go's name for a JSON value's type in unmarshal errors (the JSON type
+    names of :func:`racksmith.apiserver.schema.jsonvalue.json_type`, with
+    Go's ``bool`` and ``number`` for any number)."""
+    name = jsonvalue.json_type(value)
+    return _GO_NAMES.get(name, name)
 
 
 def unmarshal_error(kind: str, value: Any, field: str, go_type: str) -> ApiError:
