@@ -2,9 +2,12 @@
 running level-based reconciles, leader election over a Lease, and a manager
 that wires them with metrics and graceful shutdown.
 
-It talks to the API only through the Kubernetes protocol (kubernetes_asyncio,
-confined to ``source``, ``leader`` and ``kubeclient``), so the same controllers
-run against the embedded API server and a real cluster. It never imports
+Controllers read and write through ``client.Client`` (reads from the shared
+informers of ``informer``, writes to the API, one error model in
+``errors``; ``Conflict`` is requeued by the controller). It talks to the API
+only through the Kubernetes protocol (kubernetes_asyncio, confined to
+``client``, ``informer``, ``leader`` and ``kubeclient``), so the same
+controllers run against the embedded API server and a real cluster. It never imports
 ``racksmith.apiserver``, ``racksmith.app`` or ``racksmith.controllers``.
 
 It also owns what several controllers share (they never import one
@@ -13,8 +16,18 @@ write) and ``conditions`` (``ConditionSpec``, ``EventSpec``,
 ``set_condition``).
 """
 
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, FakeClock, SystemClock
 from racksmith.runtime.controller import Controller, Reconciler
+from racksmith.runtime.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+)
+from racksmith.runtime.informer import InformerSource, SharedInformer
 from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
 from racksmith.runtime.leader import (
     InMemoryLeaseStore,
@@ -30,17 +43,24 @@ from racksmith.runtime.result import Done, PermanentError, RequeueAfter, Result,
 from racksmith.runtime.source import Resource, Source
 
 __all__ = [
+    "AlreadyExists",
+    "ApiError",
     "Backoff",
+    "Client",
     "Clock",
+    "Conflict",
     "Controller",
     "Done",
     "FakeClock",
     "InMemoryLeaseStore",
+    "InformerSource",
+    "Invalid",
     "LeaderElector",
     "LeaseConflict",
     "LeaseRecord",
     "LeaseStore",
     "Manager",
+    "NotFound",
     "ObjectKey",
     "PermanentError",
     "QueueShutDown",
@@ -49,10 +69,13 @@ __all__ = [
     "Resource",
     "Result",
     "RuntimeMetrics",
+    "SharedInformer",
     "Source",
     "SystemClock",
     "TemporaryError",
+    "TooManyRequests",
     "WorkQueue",
+    "as_client",
     "key_of",
     "owner_keys",
 ]

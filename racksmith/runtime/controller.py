@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import structlog
 
 from racksmith.runtime.clock import Clock, SystemClock, wait_event
+from racksmith.runtime.errors import ApiError, Conflict
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.metrics import RuntimeMetrics
 from racksmith.runtime.queue import Backoff, QueueShutDown, WorkQueue
@@ -227,6 +228,13 @@ class Controller:
             except asyncio.CancelledError:
                 outcome = "cancelled"
                 raise
+            except Conflict as exc:
+                # Lost an optimistic-concurrency race: decide again from a
+                # fresh read, soon (not an error; no reconciler catches it).
+                outcome = "conflict"
+                delay = queue.add_rate_limited(key)
+                log.debug("conflicting write, deciding again", error=exc.message,
+                          retry_in=round(delay, 3))
             except PermanentError as exc:
                 outcome = "permanent_error"
                 queue.forget(key)
@@ -239,6 +247,11 @@ class Controller:
                     delay = queue.add_rate_limited(key)
                 self.metrics.retries.labels(controller=self.name).inc()
                 log.warning("reconcile failed, will retry", error=exc.message, retry_in=delay)
+            except ApiError as exc:
+                delay = queue.add_rate_limited(key)
+                self.metrics.retries.labels(controller=self.name).inc()
+                log.warning("API request failed, will retry", error=str(exc),
+                            retry_in=round(delay, 3))
             except Exception:
                 delay = queue.add_rate_limited(key)
                 self.metrics.retries.labels(controller=self.name).inc()
@@ -248,5 +261,5 @@ class Controller:
                 if outcome != "cancelled":
                     self.metrics.reconciles.labels(controller=self.name, result=outcome).inc()
                     self.metrics.duration.labels(controller=self.name).observe(elapsed)
-                    if outcome in ("error", "permanent_error"):
+                    if outcome in ("error", "permanent_error"):  # a conflict is not one
                         self.metrics.errors.labels(controller=self.name).inc()

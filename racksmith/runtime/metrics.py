@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-RESULTS = ("done", "requeue_after", "error", "permanent_error")
+RESULTS = ("done", "requeue_after", "conflict", "error", "permanent_error")
 """Values of the ``result`` label of ``racksmith_reconcile_total``."""
 
 

@@ -1,0 +1,384 @@
+"""The Client every controller talks to the API through (controller-runtime's
+``client.Client`` over its cache).
+
+Owns the process's shared informers (one per resource and namespace scope,
+created on first use and running while a source of a controller uses
+them), reads from them, and writes to the API with one error model
+(:mod:`racksmith.runtime.errors`). Objects travel as plain dicts, exactly
+as the server sent them.
+
+Reads
+    ``get`` and ``list`` answer from the shared informer of the resource
+    when one is running and synced (a copy: callers may modify it);
+    otherwise, and with ``live=True``, from the API. Use ``live=True`` where
+    a race matters (a host claim, an IPAM claim): the cache may be a moment
+    behind. ``list`` takes equality label selectors (a dict or
+    ``a=b,c!=d,e``) and field selectors; a field selector is answered from
+    the cache only when the informer has the matching ``field_index``.
+    ``get`` answers None for an object that does not exist.
+
+Writes
+    ``create``, ``update`` (PUT with the resourceVersion read: optimistic),
+    ``update_status``, ``patch`` (merge, JSON or strategic), ``delete``
+    (with optional uid/resourceVersion preconditions) and ``evict``. A
+    failed write raises ``NotFound``, ``AlreadyExists``, ``Conflict``,
+    ``Invalid`` (with causes), ``Forbidden``, ``TooManyRequests`` or
+    ``ServerError``; ``Conflict`` is a temporary error the runtime requeues,
+    so reconcilers let it escape. ``delete`` of an absent object answers
+    False. Each write's answer is offered to the informer, so the next read
+    sees the write even before its watch event arrives.
+
+``as_client`` gives the one Client of an ``ApiClient`` (controllers built on
+the same ApiClient share informers); ``with_field_manager`` a view that
+writes under another field manager, over the same informers.
+
+The only other module of the runtime that speaks HTTP is the informer; no
+module outside ``racksmith.runtime`` handles ``ApiException``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import aiohttp
+import orjson
+from kubernetes_asyncio.client import ApiClient
+
+from racksmith.runtime.clock import Clock
+from racksmith.runtime.errors import ApiError, NotFound, TooManyRequests, error_from
+from racksmith.runtime.informer import (
+    IndexFunc,
+    InformerSource,
+    SharedInformer,
+    field_index_name,
+    newer,
+)
+from racksmith.runtime.keys import Mapper, ObjectKey, self_keys
+from racksmith.runtime.resource import Resource
+
+Obj = dict[str, Any]
+Objs = list[Obj]
+Query = list[tuple[str, str]]
+PatchType = Literal["merge", "json", "strategic"]
+_PATCH_CONTENT: Mapping[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+PODS = Resource("", "v1", "pods")
+_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10.0, sock_connect=10.0, sock_read=60.0)
+
+
+class Informers:
+    """The shared informers of one ApiClient, by (resource, namespace scope)."""
+
+    def __init__(self, api_client: ApiClient, clock: Clock | None = None) -> None:
+        self.api_client = api_client
+        self.clock = clock
+        self._informers: dict[tuple[Resource, str | None], SharedInformer] = {}
+
+    def get(self, resource: Resource, namespace: str | None = None) -> SharedInformer:
+        key = (resource, namespace or None)
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = SharedInformer(self.api_client, resource, namespace=namespace or None,
+                                      clock=self.clock)
+            self._informers[key] = informer
+        return informer
+
+    def serving(self, resource: Resource, namespace: str | None) -> SharedInformer | None:
+        """A running, synced informer whose store covers ``namespace`` (None: all)."""
+        for scope in (None, namespace or None):
+            informer = self._informers.get((resource, scope))
+            if informer is not None and informer.has_synced and informer.plain:
+                if scope is None or namespace:
+                    return informer
+        return None
+
+    def all(self) -> list[SharedInformer]:
+        return list(self._informers.values())
+
+
+class Client:
+    """Reads from the shared informers, writes to the API; see the module doc."""
+
+    def __init__(self, api_client: ApiClient, *, field_manager: str = "racksmith",
+                 informers: Informers | None = None, clock: Clock | None = None) -> None:
+        self.api_client = api_client
+        self.field_manager = field_manager
+        self.informers = informers if informers is not None else Informers(api_client, clock)
+
+    def with_field_manager(self, field_manager: str) -> Client:
+        """The same informers, writing as ``field_manager``."""
+        return Client(self.api_client, field_manager=field_manager, informers=self.informers)
+
+    # --- informers and sources ---------------------------------------------------
+
+    def informer(self, resource: Resource, namespace: str | None = None) -> SharedInformer:
+        """The shared informer of ``resource`` in ``namespace`` (None: all)."""
+        return self.informers.get(resource, namespace)
+
+    def source(self, resource: Resource, *, namespace: str | None = None,
+               mapper: Mapper = self_keys) -> InformerSource:
+        """A controller source over the shared informer of ``resource``."""
+        return InformerSource(self.informers.get(resource, namespace), mapper)
+
+    def add_index(self, resource: Resource, name: str, func: IndexFunc,
+                  namespace: str | None = None) -> None:
+        """Index the shared informer of ``resource`` (idempotent per name)."""
+        self.informers.get(resource, namespace).add_index(name, func)
+
+    def cached(self, resource: Resource, namespace: str | None = None) -> bool:
+        """Reads of ``resource`` in ``namespace`` are answered from a cache."""
+        return self.informers.serving(resource, namespace) is not None
+
+    # --- reads -------------------------------------------------------------------
+
+    async def get(self, resource: Resource, namespace: str | None, name: str, *,
+                  live: bool = False) -> Obj | None:
+        """The object, or None when it does not exist; see the module doc."""
+        informer = None if live else self.informers.serving(resource, namespace)
+        if informer is not None:
+            found = informer.get(ObjectKey(namespace or "", name))
+            return _copy(found) if found is not None else None
+        try:
+            return await self._call("GET", _object_path(resource, namespace, name))
+        except NotFound:
+            return None
+
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   labels: Mapping[str, str] | str | None = None,
+                   fields: Mapping[str, str] | None = None,
+                   live: bool = False) -> Objs:
+        """Objects of ``namespace`` (None: all) matching the selectors."""
+        selector = _parse_labels(labels)
+        informer = None if live else self.informers.serving(resource, namespace)
+        if informer is not None and selector is not None and all(
+                informer.has_index(field_index_name(f)) for f in fields or {}):
+            if fields:
+                (path, value), *rest = fields.items()
+                found = informer.by_index(field_index_name(path), value, namespace)
+                for path, value in rest:
+                    found = [o for o in found if _field(o, path) == value]
+            else:
+                found = informer.list(namespace)
+            return [_copy(o) for o in found if _labels_match(o, selector)]
+        return await self._list_live(resource, namespace, labels, fields)
+
+    async def _list_live(self, resource: Resource, namespace: str | None,
+                         labels: Mapping[str, str] | str | None,
+                         fields: Mapping[str, str] | None) -> Objs:
+        query: Query = [("limit", "500")]
+        if labels:
+            query.append(("labelSelector", labels if isinstance(labels, str) else
+                          ",".join(f"{k}={v}" for k, v in labels.items())))
+        if fields:
+            query.append(("fieldSelector", ",".join(f"{k}={v}" for k, v in fields.items())))
+        items: Objs = []
+        cont = ""
+        while True:
+            page = await self._call("GET", resource.path(namespace),
+                                    query=[*query, *([("continue", cont)] if cont else [])])
+            items.extend(i for i in page.get("items") or [] if isinstance(i, dict))
+            cont = str((page.get("metadata") or {}).get("continue") or "")
+            if not cont:
+                return items
+
+    # --- writes ------------------------------------------------------------------
+
+    async def create(self, resource: Resource, body: Mapping[str, Any], *,
+                     namespace: str | None = None) -> Obj:
+        """POST ``body``; raises ``AlreadyExists`` when the name is taken."""
+        ns = namespace if namespace is not None else _meta(body).get("namespace")
+        return await self._write("POST", resource.path(ns or None), body, resource)
+
+    async def update(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+        """PUT ``obj`` (its resourceVersion makes it optimistic: ``Conflict``)."""
+        return await self._write("PUT", _path_of(resource, obj), obj, resource)
+
+    async def update_status(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+        """PUT ``obj`` to its status subresource (optimistic, as ``update``)."""
+        return await self._write("PUT", _path_of(resource, obj) + "/status", obj, resource)
+
+    async def patch(self, resource: Resource, namespace: str | None, name: str,
+                    body: Any, *, patch_type: PatchType = "merge",
+                    status: bool = False) -> Obj:
+        """PATCH the object (``status``: its status subresource)."""
+        path = _object_path(resource, namespace, name) + ("/status" if status else "")
+        return await self._write("PATCH", path, body, resource,
+                                 content_type=_PATCH_CONTENT[patch_type])
+
+    async def delete(self, resource: Resource, namespace: str | None, name: str, *,
+                     uid: str | None = None, resource_version: str | None = None,
+                     propagation: str | None = None) -> bool:
+        """DELETE the object; False when it was already gone. ``uid`` and
+        ``resource_version`` are preconditions (``Conflict`` when they fail)."""
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version))
+                         if v}
+        if preconditions:
+            body["preconditions"] = preconditions
+        if propagation:
+            body["propagationPolicy"] = propagation
+        try:
+            await self._call("DELETE", _object_path(resource, namespace, name), body=body)
+        except NotFound:
+            return False
+        return True
+
+    async def evict(self, namespace: str, name: str) -> TooManyRequests | None:
+        """Evict a pod: None when evicted (or already gone); the refusal (429,
+        a disruption budget says no) otherwise."""
+        body = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name, "namespace": namespace}}
+        try:
+            await self._call("POST", _object_path(PODS, namespace, name) + "/eviction",
+                             body=body)
+        except NotFound:
+            return None
+        except TooManyRequests as refused:
+            return refused
+        return None
+
+    # --- HTTP --------------------------------------------------------------------
+
+    async def _write(self, method: str, path: str, body: Any, resource: Resource, *,
+                     content_type: str = "application/json") -> Obj:
+        out = await self._call(method, path, body=body, content_type=content_type,
+                               query=[("fieldManager", self.field_manager)])
+        self._offer(resource, out)
+        return out
+
+    def _offer(self, resource: Resource, obj: Obj) -> None:
+        if not isinstance(obj.get("metadata"), dict):
+            return
+        for informer in {self.informers.serving(resource, _meta(obj).get("namespace") or None),
+                         self.informers.serving(resource, None)}:
+            if informer is not None and newer(obj, informer.get(_key(obj))):
+                informer.offer(obj)
+
+    async def _call(self, method: str, path: str, *, body: Any = None,
+                    query: Query | None = None,
+                    content_type: str = "application/json") -> Obj:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        try:
+            resp: aiohttp.ClientResponse = await self.api_client.call_api(
+                path, method, query_params=query or [], header_params=headers,
+                body=body, auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=_TIMEOUT)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise error_from(0, f"no answer from the API server: {type(exc).__name__}") from None
+        try:
+            data = await resp.read()
+        finally:
+            resp.release()
+        if not 200 <= resp.status <= 299:
+            raise error_from(resp.status, data[:4000])
+        if not data:
+            return {}
+        try:
+            out = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ApiError(resp.status, "", "the API server answered with no JSON") from None
+        return out if isinstance(out, dict) else {}
+
+
+_CLIENTS: weakref.WeakKeyDictionary[ApiClient, Client] = weakref.WeakKeyDictionary()
+
+
+def as_client(api: ApiClient | Client) -> Client:
+    """``api`` itself when it is a Client, else the one Client of that ApiClient."""
+    if isinstance(api, Client):
+        return api
+    client = _CLIENTS.get(api)
+    if client is None:
+        client = Client(api)
+        _CLIENTS[api] = client
+    return client
+
+
+def _copy(obj: Obj) -> Obj:
+    out: Obj = orjson.loads(orjson.dumps(obj))
+    return out
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _key(obj: Mapping[str, Any]) -> ObjectKey:
+    meta = _meta(obj)
+    return ObjectKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _object_path(resource: Resource, namespace: str | None, name: str) -> str:
+    if not name:
+        raise ValueError("an object path needs a name")
+    return f"{resource.path(namespace or None)}/{name}"
+
+
+def _path_of(resource: Resource, obj: Mapping[str, Any]) -> str:
+    meta = _meta(obj)
+    return _object_path(resource, meta.get("namespace") or None, str(meta.get("name") or ""))
+
+
+def _field(obj: Mapping[str, Any], path: str) -> str | None:
+    cur: Any = obj
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return None if cur is None else str(cur)
+
+
+Selector = list[tuple[str, str, str | None]]  # (key, op, value): op "=", "!=", "exists"
+
+
+def _parse_labels(labels: Mapping[str, str] | str | None) -> Selector | None:
+    """An equality selector as (key, op, value) terms; None when the cache
+    cannot answer it (set-based terms go to the API)."""
+    if labels is None:
+        return []
+    if isinstance(labels, Mapping):
+        return [(k, "=", str(v)) for k, v in labels.items()]
+    terms: Selector = []
+    for raw in labels.split(","):
+        term = raw.strip()
+        if not term:
+            continue
+        if " in " in term or " notin " in term or "(" in term:
+            return None
+        if "!=" in term:
+            k, _, v = term.partition("!=")
+            terms.append((k.strip(), "!=", v.strip()))
+        elif "==" in term or "=" in term:
+            k, _, v = term.replace("==", "=").partition("=")
+            terms.append((k.strip(), "=", v.strip()))
+        elif term.startswith("!"):
+            terms.append((term[1:].strip(), "absent", None))
+        else:
+            terms.append((term, "exists", None))
+    return terms
+
+
+def _labels_match(obj: Mapping[str, Any], selector: Selector) -> bool:
+    labels = _meta(obj).get("labels") or {}
+    for key, op, value in selector:
+        have = labels.get(key)
+        if op == "=" and have != value:
+            return False
+        if op == "!=" and have == value:
+            return False
+        if op == "exists" and have is None:
+            return False
+        if op == "absent" and have is not None:
+            return False
+    return True
+
+
+__all__ = ["PODS", "Client", "Informers", "PatchType", "as_client"]
