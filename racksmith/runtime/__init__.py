@@ -6,14 +6,16 @@ Controllers read and write through ``client.Client`` (reads from the shared
 informers of ``informer``, writes to the API, one error model in
 ``errors``; ``Conflict`` is requeued by the controller). It talks to the API
 only through the Kubernetes protocol (kubernetes_asyncio, confined to
-``client``, ``informer``, ``leader`` and ``kubeclient``), so the same
+``client``, ``informer``, ``leader`` and ``kubeclient``; Events go through
+the Client too), so the same
 controllers run against the embedded API server and a real cluster. It never imports
 ``racksmith.apiserver``, ``racksmith.app`` or ``racksmith.controllers``.
 
 It also owns what several controllers share (they never import one
 another): ``resources`` (the ``Resource`` of every collection they read or
-write) and ``conditions`` (``ConditionSpec``, ``EventSpec``,
-``set_condition``).
+write), ``conditions`` (``ConditionSpec``, ``EventSpec``,
+``set_condition``) and ``events`` (``EventRecorder``: core v1 Events, with
+repeats aggregated as client-go does).
 """
 
 from racksmith.runtime.client import Client, as_client
@@ -27,6 +29,7 @@ from racksmith.runtime.errors import (
     NotFound,
     TooManyRequests,
 )
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import InformerSource, SharedInformer
 from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
 from racksmith.runtime.leader import (
@@ -51,6 +54,7 @@ __all__ = [
     "Conflict",
     "Controller",
     "Done",
+    "EventRecorder",
     "FakeClock",
     "InMemoryLeaseStore",
     "InformerSource",
