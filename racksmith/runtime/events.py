@@ -45,7 +45,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.redact import redact_text
 from racksmith.runtime.clock import Clock, SystemClock
-from racksmith.runtime.conditions import EventSpec
 
 EVENT_TYPES = ("Normal", "Warning")
 DEFAULT_NAMESPACE = "default"
@@ -65,6 +64,19 @@ _MERGE_PATCH: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
 # The client picks strategic merge for a dict body on core kinds; a merge patch
 # says the same for the scalars patched here. Passed as ** because the bundled
 # stubs do not declare the runtime's ``_content_type`` keyword.
+
+
+class EventLike(Protocol):
+    """What ``record_all`` takes: an ``EventSpec`` or anything shaped like one."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
 
 
 class EventGone(Exception):
@@ -91,7 +103,18 @@ class KubeEventSink:
     """``EventSink`` over a kubernetes_asyncio ``ApiClient`` (core v1 Events)."""
 
     def __init__(self, api_client: Any) -> None:
-        self.core = CoreV1Api(api_client)
+        self.api_client = api_client
+        self._core: CoreV1Api | None = None
+
+    @property
+    def core(self) -> CoreV1Api:
+        """The client's CoreV1Api, made on first use (``CoreV1Api(None)`` would
+        open a default client of its own: there is none to write through)."""
+        if self._core is None:
+            if self.api_client is None:
+                raise RuntimeError("no ApiClient to write Events through")
+            self._core = CoreV1Api(self.api_client)
+        return self._core
 
     async def create(self, namespace: str, body: dict[str, Any]) -> None:
         event: Any = body  # the client sends a dict as it is
@@ -236,7 +259,7 @@ class EventRecorder:
     def clock(self) -> Clock:
         return self._shared.clock
 
-    async def record_all(self, obj: Mapping[str, Any], events: Iterable[EventSpec]) -> None:
+    async def record_all(self, obj: Mapping[str, Any], events: Iterable[EventLike]) -> None:
         """``record`` each of ``events``, in order."""
         for event in events:
             await self.record(obj, event.type, event.reason, event.message)
@@ -321,6 +344,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "WINDOW",
     "EventGone",
+    "EventLike",
     "EventRecorder",
     "EventSink",
     "KubeEventSink",

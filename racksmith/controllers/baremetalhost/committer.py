@@ -3,7 +3,9 @@
 Owns, in order: the inventory write, metadata changes (finalizer,
 annotations) through the object, the status through the status subresource
 (only when it changed), the ``old → new`` log line and metrics, the core v1
-Events (transitions, new errors, condition changes, the handler's own), and
+Events (transitions, new errors, condition changes, the handler's own;
+through the runtime's ``EventRecorder``, which never fails the reconcile
+and folds a repeat into the count of the Event it repeats), and
 the runtime result (back-off after errors, polls, steady re-checks).
 """
 
@@ -34,6 +36,7 @@ from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.metal import BareMetalHostStatus
 from racksmith.runtime.clock import Clock
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 _QUIET_FIRST = {BACKEND_REACHABLE}
@@ -50,12 +53,14 @@ class Committer:
         settings: BareMetalHostSettings,
         metrics: BareMetalHostMetrics,
         random: Callable[[], float],
+        recorder: EventRecorder,
     ) -> None:
         self.kube = kube
         self.clock = clock
         self.settings = settings
         self.metrics = metrics
         self.random = random
+        self.recorder = recorder
 
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
@@ -80,7 +85,7 @@ class Committer:
         if obj is not None and not (p.remove_finalizer and ctx.deleting):
             obj = await self._write_status(obj, old, new, now)
         self._record(log, old, new, p)
-        await self._emit(log, raw, self._events(old, new, p), now)
+        await self.recorder.record_all(raw, self._events(old, new, p))
         return self._result(ctx, old, new, p)
 
     async def _write_status(
@@ -142,15 +147,6 @@ class Committer:
             kind: EventType = "Warning" if cond.status is ConditionStatus.FALSE else "Normal"
             events.append(EventSpec(kind, cond.reason or cond.type, cond.message or ""))
         return [*events, *p.events]
-
-    async def _emit(
-        self, log: Any, raw: dict[str, Any], events: list[EventSpec], now: datetime
-    ) -> None:
-        for event in events:
-            try:
-                await self.kube.create_event(raw, event.type, event.reason, event.message, now)
-            except Exception as exc:  # an Event is best effort; never fail the reconcile
-                log.warning("event not recorded", reason=event.reason, error=repr(exc))
 
     def _result(
         self, ctx: HostContext, old: BareMetalHostStatus | None, new: BareMetalHostStatus,

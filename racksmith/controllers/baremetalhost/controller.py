@@ -12,6 +12,18 @@ Per reconcile: gone → forget; paused → nothing; no finalizer → add it firs
 then the handler. A ``BackendUnavailable`` from the provisioner is not a host
 error: the host keeps its state, gets ``BackendReachable`` False (and an
 Event) and is retried with a capped back-off.
+
+Events (core v1, about the BareMetalHost, component
+``racksmith-baremetalhost``, through the runtime's ``EventRecorder``: a
+repeat bumps the count of the Event it repeats): a Normal one per state
+transition, named by the state table (``Registered``,
+``InspectionComplete``, ``Prepared``, ``ProvisioningComplete``,
+``Deprovisioning``...),
+a Warning per new error (``RegistrationError``, ``ProvisioningError``...),
+one per condition change (Warning when False: ``BackendUnavailable``,
+``ProfileDoesNotFit``...) and the handlers' own (``PowerOn``/``PowerOff``,
+``Rebooting``, ``CredentialsUpdated``, ``Detached``/``Attached``,
+``Deleted``).
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ from racksmith.controllers.baremetalhost.context import (
 )
 from racksmith.controllers.baremetalhost.handlers import decide
 from racksmith.controllers.baremetalhost.index import ReferenceIndex
-from racksmith.controllers.baremetalhost.kube import Conflict, Kube
+from racksmith.controllers.baremetalhost.kube import COMPONENT, Conflict, Kube
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.controllers.baremetalhost.proposal import ConditionSpec, Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
@@ -49,6 +61,7 @@ from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdenti
 from racksmith.redact import register_secret
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
 from racksmith.runtime.resources import HOSTS, PROFILES, SECRETS
@@ -72,6 +85,7 @@ class BareMetalHostReconciler:
         metrics: BareMetalHostMetrics | None = None,
         logger: Any = None,
         random: Callable[[], float] = _random.random,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.settings = settings or BareMetalHostSettings()
@@ -86,7 +100,10 @@ class BareMetalHostReconciler:
         )
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.baremetalhost")
-        self.committer = Committer(self.kube, self.clock, self.settings, self.metrics, random)
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+        self.committer = Committer(self.kube, self.clock, self.settings, self.metrics, random,
+                                   self.recorder)
         #: Hosts waiting out an error back-off: the inputs the error was seen
         #: with, and until when (see ``_held``).
         self._holds: dict[ObjectKey, tuple[tuple[Any, ...], float]] = {}
@@ -272,16 +289,18 @@ def baremetalhost_controller(
     registry: CollectorRegistry | None = None,
     namespace: str | None = None,
     logger: Any = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller for BareMetalHosts (see the module docstring).
 
     ``registry``: where the controller's own metrics go (pass the manager's).
-    ``namespace``: watch one namespace only (None: all).
+    ``namespace``: watch one namespace only (None: all). ``recorder``: the
+    process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = BareMetalHostReconciler(
         api_client, provisioner, clock, settings=settings,
-        metrics=BareMetalHostMetrics(registry), logger=logger,
+        metrics=BareMetalHostMetrics(registry), logger=logger, recorder=recorder,
     )
     sources = [
         KubeSource(api_client, HOSTS, namespace=namespace, clock=clock),

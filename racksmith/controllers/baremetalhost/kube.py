@@ -2,14 +2,14 @@
 
 Owns every API call the controller makes: hosts (object and status
 subresource), Secrets (BMC credentials, config-drive inputs), profiles,
-inventories (created owned by their host) and core v1 Events. Nothing else
-in the package talks to the API.
+and inventories (created owned by their host). Nothing else in the package
+talks to the API but the Events, which go through the runtime's
+``EventRecorder``.
 """
 
 from __future__ import annotations
 
 import base64
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -135,34 +135,6 @@ class Kube:
             )
         except ApiException as exc:
             _conflict_or_raise(exc)
-
-    async def create_event(
-        self, host: dict[str, Any], event_type: str, reason: str, message: str, now: datetime
-    ) -> None:
-        """A core v1 Event about ``host`` (``message`` must hold no secret)."""
-        meta = host["metadata"]
-        stamp = _time(now)
-        body: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": f"{GROUP}/{VERSION}", "kind": "BareMetalHost",
-                "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": event_type,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": COMPONENT,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        await self.core.create_namespaced_event(meta["namespace"], body)
 
 
 def _time(value: datetime) -> str:

@@ -31,8 +31,14 @@ Deletion: the finalizer ``ipam.racksmith.io/ipamhost`` (added before the
 first claim) stays until every IPaddr of the host is released.
 
 Problems go to ``status.messages``, the ``Ready`` condition and, when they
-change, a Warning Event. Sources: IpamHosts; L2Templates, Subnets, Machines
-and Clusters through the :class:`~.index.DependencyIndex` the reconciles fill.
+change, a Warning Event named after the reason (``SubnetNotFound``,
+``AmbiguousTemplate``...). A successful render that changes the Ready
+condition is a Normal ``Rendered`` Event, a template change waiting for
+confirmation a Normal ``ConfirmationRequired`` one. Events are about the
+IpamHost, from component ``racksmith-ipamhost``, through the runtime's
+``EventRecorder`` (a repeat bumps the count of the Event it repeats).
+Sources: IpamHosts; L2Templates, Subnets, Machines and Clusters through the
+:class:`~.index.DependencyIndex` the reconciles fill.
 IPaddrs are not watched: an address coming back changes its Subnet's status,
 and that event wakes the hosts waiting on the subnet. A Pending host is also
 re-checked every ``IpamHostTimings.pending_retry`` seconds (30 s).
@@ -50,6 +56,7 @@ from racksmith.controllers.ipamhost.index import Dependencies, DependencyIndex
 from racksmith.controllers.ipamhost.kube import Conflict, Kube
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
+    COMPONENT,
     FINALIZER,
     GLOBAL_NAMESPACE,
     READY,
@@ -90,6 +97,7 @@ from racksmith.planners.netplan import (
 )
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, MACHINES, SUBNETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -102,11 +110,14 @@ class IpamHostReconciler:
     """Reconciles one IpamHost per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None, timings: IpamHostTimings | None = None) -> None:
+                 logger: Any = None, timings: IpamHostTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.timings = timings if timings is not None else IpamHostTimings()
         self.kube = Kube(api_client)
         self.custom: CustomObjectsApi = self.kube.custom
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = DependencyIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost")
@@ -248,7 +259,7 @@ class IpamHostReconciler:
             return Done()
         if previous is None or previous.status != ConditionStatus.TRUE:
             log.info("template change awaits confirmation", template=template.metadata.name)
-            await self._event(raw, "Normal", REASON_CONFIRMATION_REQUIRED, message, log)
+            await self.recorder.record(raw, "Normal", REASON_CONFIRMATION_REQUIRED, message)
         return Done()
 
     async def _commit(self, raw: dict[str, Any], host: IpamHost, outcome: Outcome,
@@ -285,11 +296,11 @@ class IpamHostReconciler:
                  messages=outcome.messages)
         if changed:
             if outcome.state == IpamHostState.OK:
-                await self._event(raw, "Normal", "Rendered",
-                                  f"netconfig rendered from L2Template "
-                                  f"{outcome.template}", log)
+                await self.recorder.record(raw, "Normal", "Rendered",
+                                           f"netconfig rendered from L2Template "
+                                           f"{outcome.template}")
             else:
-                await self._event(raw, "Warning", outcome.reason, outcome.message, log)
+                await self.recorder.record(raw, "Warning", outcome.reason, outcome.message)
         return Done()
 
     async def _write_status(self, raw: dict[str, Any], old: IpamHostStatus | None,
@@ -314,13 +325,6 @@ class IpamHostReconciler:
         await self.kube.replace(IPAMHOSTS, raw)
         return Done()
 
-    async def _event(self, raw: dict[str, Any], event_type: str, reason: str, message: str,
-                     log: Any) -> None:
-        try:
-            await self.kube.create_event(raw, event_type, reason, message, self.clock.wall())
-        except Exception as exc:  # an event is best effort, never a reason to retry
-            log.warning("event not recorded", reason=reason, error=repr(exc))
-
 
 def ipamhost_controller(
     api_client: Any,
@@ -330,15 +334,18 @@ def ipamhost_controller(
     namespace: str | None = None,
     logger: Any = None,
     timings: IpamHostTimings | None = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller for IpamHosts (see the module docstring).
 
     ``namespace``: watch one namespace only (None: all). Subnets are watched
     everywhere: ``scope: global`` subnets live in ``default``. ``timings``:
     how often it looks again without events (None: the defaults).
+    ``recorder``: the process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = IpamHostReconciler(api_client, clock, logger=logger, timings=timings)
+    reconciler = IpamHostReconciler(api_client, clock, logger=logger, timings=timings,
+                                    recorder=recorder)
     index = reconciler.index
     sources = [
         KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock,

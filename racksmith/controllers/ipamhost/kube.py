@@ -3,20 +3,19 @@
 Owns every API call of the package except claims and releases (those are
 ``racksmith.ipamclaims.claims``): gets and lists of custom objects,
 replaces of objects and of their status subresource (optimistic: a 409 is
-:class:`Conflict`), the IPaddrs of one IpamHost and core v1 Events.
+:class:`Conflict`), and the IPaddrs of one IpamHost. Events go through the runtime's
+``EventRecorder``.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
-from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi
+from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.ipamhost.names import COMPONENT, FIELD_MANAGER, IPAMHOST_LABEL
+from racksmith.controllers.ipamhost.names import FIELD_MANAGER, IPAMHOST_LABEL
 from racksmith.runtime.resources import IPADDRS
 from racksmith.runtime.source import Resource
 
@@ -30,7 +29,6 @@ class Kube:
 
     def __init__(self, api_client: Any) -> None:
         self.custom = CustomObjectsApi(api_client)
-        self.core = CoreV1Api(api_client)
 
     async def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         """The object, or None if it does not exist."""
@@ -93,33 +91,6 @@ class Kube:
             _conflict_or_raise(exc)
             return None
         return out
-
-    async def create_event(self, obj: dict[str, Any], event_type: str, reason: str,
-                           message: str, now: datetime) -> None:
-        """A core v1 Event about ``obj`` (any kind; from its apiVersion and kind)."""
-        meta = obj["metadata"]
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        body: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-                "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": event_type,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": COMPONENT,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        await self.core.create_namespaced_event(meta["namespace"], body)
 
 
 def _conflict_or_raise(exc: ApiException) -> None:

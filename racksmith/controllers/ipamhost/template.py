@@ -14,7 +14,9 @@ writes status when it changed:
   ``ipam.racksmith.io/confirm-generation: "<generation>"``; True otherwise.
 
 It never renders hosts or allocates: that is the IpamHost controller's job.
-A Warning Event is emitted when either condition turns False. Sources:
+A Warning Event (``Invalid`` or ``ConfirmationRequired``, about the
+L2Template, from component ``racksmith-ipamhost``, through the runtime's
+``EventRecorder``) is emitted when either condition turns False. Sources:
 L2Templates; IpamHosts, mapped to the template they were rendered from;
 Subnets, mapped to every known template of their namespace (all templates
 for ``default``, where global subnets live).
@@ -31,6 +33,7 @@ from racksmith.controllers.ipamhost.kube import Conflict, Kube
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
     CHANGE_CONFIRMED,
+    COMPONENT,
     GLOBAL_NAMESPACE,
     REASON_CONFIRMATION_REQUIRED,
     REASON_CONFIRMED,
@@ -52,6 +55,7 @@ from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHost, L2Template, L2TemplateStatus
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, SUBNETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -95,9 +99,11 @@ class L2TemplateReconciler:
     """Reconciles one L2Template per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None) -> None:
+                 logger: Any = None, recorder: EventRecorder | None = None) -> None:
         self.kube = Kube(api_client)
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = TemplateIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost.template")
@@ -149,7 +155,8 @@ class L2TemplateReconciler:
             turned_false = cond.status == ConditionStatus.FALSE and (
                 before is None or (before.status, before.message) != (cond.status, cond.message))
             if turned_false:
-                await self._event(raw, cond.reason or cond.type, cond.message or "", log)
+                await self.recorder.record(raw, "Warning", cond.reason or cond.type,
+                                           cond.message or "")
         return Done()
 
     def _confirmation(self, template: L2Template, hosts: list[IpamHost],
@@ -178,12 +185,6 @@ class L2TemplateReconciler:
                     f"{generation}, set the annotation {confirmation_hint(template)}",
             observed_generation=generation)
 
-    async def _event(self, raw: dict[str, Any], reason: str, message: str, log: Any) -> None:
-        try:
-            await self.kube.create_event(raw, "Warning", reason, message, self.clock.wall())
-        except Exception as exc:  # an event is best effort, never a reason to retry
-            log.warning("event not recorded", reason=reason, error=repr(exc))
-
 
 def l2template_controller(
     api_client: Any,
@@ -192,14 +193,16 @@ def l2template_controller(
     workers: int = 1,
     namespace: str | None = None,
     logger: Any = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller for L2Templates (see the module docstring).
 
     ``namespace``: watch one namespace only (None: all); Subnets are watched
-    everywhere (global subnets live in ``default``).
+    everywhere (global subnets live in ``default``). ``recorder``: the
+    process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = L2TemplateReconciler(api_client, clock, logger=logger)
+    reconciler = L2TemplateReconciler(api_client, clock, logger=logger, recorder=recorder)
     index = reconciler.index
     sources = [
         KubeSource(api_client, L2TEMPLATES, namespace=namespace, clock=clock,

@@ -4,7 +4,8 @@ Owns, in order: performing the step's action (each write optimistic, with
 the resourceVersion read at the start of the reconcile, so a concurrent
 change makes it fail with ``Conflict`` rather than overwrite), the Machine
 status through the status subresource (only when it changed), the Events
-(phase changes, conditions turning False, the action's own), the log line,
+(phase changes, conditions turning False, the action's own; through the
+``EventRecorder``, which folds repeats into one Event's count), the log line,
 and the runtime result: after a write, decide again at once; after a wait,
 what the planner asked for.
 """
@@ -48,6 +49,7 @@ from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.resources import HOSTS, IPAMHOSTS, LCMMACHINES, MACHINES
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
@@ -84,10 +86,13 @@ def _dump(model: Any) -> Any:
 class Committer:
     """Performs steps (see the module docstring)."""
 
-    def __init__(self, kube: Kube, clock: Clock, timings: MachineTimings | None = None) -> None:
+    def __init__(self, kube: Kube, clock: Clock, timings: MachineTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.kube = kube
         self.clock = clock
         self.timings = timings if timings is not None else MachineTimings()
+        self.recorder = recorder if recorder is not None else EventRecorder(
+            getattr(kube, "api_client", None), n.COMPONENT, clock=clock)
 
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
@@ -112,9 +117,7 @@ class Committer:
                 old_phase = old.phase.value if old and old.phase else ""
                 if old_phase != step.phase.value:
                     log.info("machine phase", old=old_phase, new=step.phase.value)
-        for event in events:
-            await self.kube.create_event(raw.machine, event.type, event.reason, event.message,
-                                         self.now())
+        await self.recorder.record_all(raw.machine, events)
         if isinstance(action, Wait):
             return Done() if action.seconds is None else RequeueAfter(action.seconds)
         if isinstance(action, RemoveFinalizer):

@@ -10,6 +10,14 @@ they concern. Talks to the API only through ``kube``.
 One step per reconcile; a step that wrote something asks to be reconciled
 again at once, so a Machine walks the checklist in a few quick rounds and
 a controller killed at any moment picks up where the world is.
+
+Events (core v1, about the Machine, component ``racksmith-machine``, through
+the runtime's ``EventRecorder``, so a repeat only bumps a count): a Normal
+Event named after each new phase (``Provisioning``, ``Deploying``,
+``Ready``...), a Warning for each condition turning False (its reason:
+``NoMatchingHost``, ``EvictionRefused``...) and the actions' own Normal
+Events: ``HostClaimed``, ``ProvisioningRequested``, ``HostReleased``,
+``Cordoned``, ``Evicted``.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, owner_keys
 from racksmith.runtime.resources import (
     CLUSTERS,
@@ -63,6 +72,7 @@ class MachineReconciler:
         clock: Clock | None = None,
         logger: Any = None,
         timings: MachineTimings | None = None,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MachineTimings()
@@ -70,7 +80,9 @@ class MachineReconciler:
         self.default_image = default_image
         self.agent_secret = agent_secret
         self.index = MachineIndex()
-        self.committer = Committer(self.kube, self.clock, self.timings)
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, n.COMPONENT, clock=self.clock)).for_component(n.COMPONENT)
+        self.committer = Committer(self.kube, self.clock, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
 
@@ -167,6 +179,7 @@ def machine_controller(
     namespace: str | None = None,
     logger: Any = None,
     timings: MachineTimings | None = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller for Machines (see the module docstring).
 
@@ -175,11 +188,13 @@ def machine_controller(
     URL, CA and agent token written into each host's user data.
     ``namespace``: watch one namespace only (None: all).
     ``timings``: how long it waits without events (None: the defaults).
+    ``recorder``: the process's EventRecorder (None: one of its own); its
+    Events come from component ``racksmith-machine``.
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = MachineReconciler(api_client, default_image=default_image,
                                    agent_secret=agent_secret, clock=clock, logger=logger,
-                                   timings=timings)
+                                   timings=timings, recorder=recorder)
     index = reconciler.index
     owned = owner_keys("Machine", GROUP, controller_only=True)
     sources = [

@@ -2,9 +2,10 @@
 
 Owns every API call the controller makes: Machines (object and status
 subresource), Clusters, ClusterReleases, BareMetalHosts, IpamHosts,
-LCMMachines, Secrets, Nodes, Pods and their Eviction subresource, and core
-v1 Events about Machines. Objects travel as raw dicts (core objects are
-turned into dicts here). Nothing else in the package talks to the API.
+LCMMachines, Secrets, Nodes, Pods and their Eviction subresource. Objects
+travel as raw dicts (core objects are turned into dicts here). Nothing else
+in the package talks to the API but the Events, which go through the
+runtime's ``EventRecorder``.
 Writes are optimistic: a 409 raises ``Conflict`` (re-read and decide
 again); a 404 on a delete means done.
 """
@@ -13,15 +14,13 @@ from __future__ import annotations
 
 import base64
 import json
-import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, NoReturn
 
 from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.machine.names import COMPONENT, FIELD_MANAGER, MACHINE_API_VERSION
+from racksmith.controllers.machine.names import FIELD_MANAGER
 from racksmith.runtime.resources import RELEASES
 from racksmith.runtime.source import Resource
 
@@ -188,35 +187,6 @@ class Kube:
                 return _status_message(exc)
             raise
         return None
-
-    # --- events ---------------------------------------------------------------
-
-    async def create_event(self, machine: dict[str, Any], event_type: str, reason: str,
-                           message: str, now: datetime) -> None:
-        """A core v1 Event about ``machine`` (``message`` must hold no secret)."""
-        meta = machine["metadata"]
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        body: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                         "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": MACHINE_API_VERSION, "kind": "Machine",
-                "name": meta["name"], "namespace": meta["namespace"], "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": event_type,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": COMPONENT,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        await self.core.create_namespaced_event(meta["namespace"], body)
 
 
 def _raise_conflict(exc: ApiException) -> NoReturn:

@@ -5,7 +5,9 @@ the resourceVersion read at the start of the reconcile, so a concurrent
 change — the agent's result annotation, another controller — makes it fail
 with ``Conflict`` rather than overwrite), the Volume status through the
 status subresource (only when it changed; a started job is recorded there
-before the agent can see it), the Events, the log line, and the runtime
+before the agent can see it), the Events (through the runtime's
+``EventRecorder``: a repeat bumps the count of the Event it repeats; a
+Volume is cluster-scoped, so they go to ``default``), the log line, and the runtime
 result: after a write, decide again at once; while a job runs, poll; after
 a wait, what the planner asked for.
 """
@@ -20,7 +22,7 @@ from typing import Any
 
 from racksmith.controllers.volume.jobs import Job, JobOp, new_job
 from racksmith.controllers.volume.kube import Kube
-from racksmith.controllers.volume.names import FINALIZER
+from racksmith.controllers.volume.names import COMPONENT, FINALIZER
 from racksmith.controllers.volume.plan import (
     AddFinalizer,
     CreatePV,
@@ -36,6 +38,7 @@ from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import EventSpec
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 
@@ -60,9 +63,12 @@ class Committer:
 
     def __init__(self, kube: Kube, clock: Clock,
                  job_factory: Callable[[JobOp], Job] = new_job, *,
-                 timings: VolumeTimings | None = None) -> None:
+                 timings: VolumeTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.kube = kube
         self.clock = clock
+        self.recorder = recorder if recorder is not None else EventRecorder(
+            getattr(kube, "api_client", None), COMPONENT, clock=clock)
         self.job_factory = job_factory
         self.timings = timings if timings is not None else VolumeTimings()
 
@@ -120,9 +126,7 @@ class Committer:
                 old_phase = old.phase.value if old and old.phase else ""
                 if new.phase is not None and old_phase != new.phase.value:
                     log.info("volume phase", old=old_phase, new=new.phase.value)
-        for event in events:
-            await self.kube.create_event(raw.volume, event.type, event.reason, event.message,
-                                         self.now())
+        await self.recorder.record_all(raw.volume, events)
         if isinstance(action, Wait):
             return Done() if action.seconds is None else RequeueAfter(action.seconds)
         if isinstance(action, StartJob):

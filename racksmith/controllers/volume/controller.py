@@ -11,6 +11,12 @@ for them. Talks to the API only through ``kube``.
 One step per reconcile; a step that wrote something asks to be reconciled
 again at once, so a controller killed at any moment picks up from the
 world: the job in ``status.job``, the result annotation, the PV.
+
+Events (core v1, about the Volume, in ``default`` since Volumes are
+cluster-scoped, component ``racksmith-volume``, through the runtime's
+``EventRecorder``): a Normal one named after each new phase, a Warning
+when Ready turns False (its reason: ``CreationError``...), and the
+actions' own (``JobStarted``, ``PersistentVolumeCreated``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import GROUP, Volume
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, owner_keys
 from racksmith.runtime.resources import NODES, PVS, STORAGE_CLASSES, VOLUMES
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -45,12 +52,16 @@ class VolumeReconciler:
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None, logger: Any = None,
                  job_factory: Callable[[JobOp], Job] = new_job,
-                 timings: VolumeTimings | None = None) -> None:
+                 timings: VolumeTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else VolumeTimings()
         self.kube = Kube(api_client, n.FIELD_MANAGER)
         self.index = VolumeIndex()
-        self.committer = Committer(self.kube, self.clock, job_factory, timings=self.timings)
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, n.COMPONENT, clock=self.clock)).for_component(n.COMPONENT)
+        self.committer = Committer(self.kube, self.clock, job_factory, timings=self.timings,
+                                   recorder=self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.volume")
 
@@ -93,13 +104,16 @@ class VolumeReconciler:
 
 
 def volume_controller(api_client: Any, *, clock: Clock | None = None, workers: int = 2,
-                      logger: Any = None, timings: VolumeTimings | None = None) -> Controller:
+                      logger: Any = None, timings: VolumeTimings | None = None,
+                      recorder: EventRecorder | None = None) -> Controller:
     """The runtime Controller for Volumes (see the module docstring).
 
     ``timings``: how often it looks again without events (None: the defaults).
+    ``recorder``: the process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = VolumeReconciler(api_client, clock=clock, logger=logger, timings=timings)
+    reconciler = VolumeReconciler(api_client, clock=clock, logger=logger, timings=timings,
+                                  recorder=recorder)
     index = reconciler.index
     sources = [
         KubeSource(api_client, VOLUMES, clock=clock),

@@ -5,27 +5,19 @@ subresource), PersistentVolumes (object and status subresource; the
 embedded API server serves ``persistentvolumes/status`` as kube does, so
 ``status.phase`` is only written there, except at creation),
 PersistentVolumeClaims (read, status subresource), StorageClasses and Nodes
-(read) and core v1 Events about Volumes. Objects travel as raw dicts.
-Nothing else in the package talks to the API. Writes are optimistic (the
+(read). Objects travel as raw dicts. Nothing else in the package talks to
+the API but the Events, which go through the runtime's ``EventRecorder``. Writes are optimistic (the
 resourceVersion read): a 409 raises ``Conflict`` (re-read and decide
 again); a 404 on a delete or a replace means the object is gone.
 """
 
 from __future__ import annotations
 
-import uuid
-from datetime import datetime
 from typing import Any, NoReturn
 
 from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi, StorageV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.controllers.volume.names import (
-    COMPONENT,
-    EVENT_NAMESPACE,
-    VOLUME_API_VERSION,
-    VOLUME_KIND,
-)
 from racksmith.runtime.resources import VOLUMES
 
 
@@ -134,31 +126,3 @@ class Kube:
 
     async def node_exists(self, name: str) -> bool:
         return await self._read(self.core.read_node, name) is not None
-
-    # --- events ---------------------------------------------------------------
-
-    async def create_event(self, volume: dict[str, Any], event_type: str, reason: str,
-                           message: str, now: datetime) -> None:
-        """A core v1 Event about ``volume`` (``message`` must hold no secret)."""
-        meta = volume["metadata"]
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        body: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
-                         "namespace": EVENT_NAMESPACE},
-            "involvedObject": {
-                "apiVersion": VOLUME_API_VERSION, "kind": VOLUME_KIND, "name": meta["name"],
-                "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": event_type,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": COMPONENT,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        await self.core.create_namespaced_event(EVENT_NAMESPACE, body)

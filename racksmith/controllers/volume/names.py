@@ -15,8 +15,6 @@ VOLUME_KIND = storage.Volume.info.kind
 FIELD_MANAGER = "racksmith-volume"
 COMPONENT = "racksmith-volume"
 BINDER_FIELD_MANAGER = "racksmith-claim-binder"
-EVENT_NAMESPACE = "default"
-"""Namespace of the Events about (cluster-scoped) Volumes, as kube does."""
 
 FINALIZER = f"{storage.GROUP}/volume-protection"
 """On the Volume and on its PersistentVolume: the device is not released yet."""
