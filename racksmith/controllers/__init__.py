@@ -10,12 +10,16 @@ share lives outside ``racksmith.controllers`` (``racksmith.runtime.resources``,
 ``racksmith.runtime.conditions``, ``racksmith.kinds.hostannotations``,
 ``racksmith.ipamclaims``), and a collaborator one controller takes from
 another is injected here (the update controller's node flow is the
-maintenance package's ``NodeMaintenance``).
+maintenance package's ``NodeMaintenance``). So is the process's one
+``EventRecorder`` (``racksmith.runtime.events``): every controller, and the
+node flow, records its core v1 Events through it under its own component,
+sharing its repeat cache.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -43,6 +47,7 @@ from racksmith.controllers.volume import (
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ def all_controllers(
     ipam: bool = False,
     cluster: ClusterOptions | None = None,
     timings: ControllerTimings | None = None,
+    recorder: EventRecorder | None = None,
 ) -> list[Controller]:
     """Every controller of this release: the BareMetalHost controller when a
     ``provisioner`` (the backend that drives servers) is given, the IPAM
@@ -104,29 +110,37 @@ def all_controllers(
     pre-bound claim binder, the LCM update controller and the graceful
     reboot controller) when ``cluster`` is given. ``registry`` receives
     the controllers' own metrics (pass the manager's). ``timings``: every
-    controller's waits (None: the defaults)."""
+    controller's waits (None: the defaults). ``recorder``: where every
+    controller records its Events (None: one over ``api_client``)."""
     t = timings if timings is not None else ControllerTimings()
+    events = recorder if recorder is not None else EventRecorder(api_client, "racksmith")
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
             baremetalhost_controller(api_client, provisioner, workers=workers, registry=registry,
-                                     settings=t.baremetalhost)
+                                     settings=t.baremetalhost, recorder=events)
         )
     if ipam or cluster is not None:
-        controllers.append(subnet_controller(api_client, workers=min(workers, 2)))
+        controllers.append(subnet_controller(api_client, workers=min(workers, 2),
+                                             recorder=events))
     if cluster is not None:
         controllers.extend([
-            ipamhost_controller(api_client, workers=min(workers, 2), timings=t.ipamhost),
-            l2template_controller(api_client, workers=1),
+            ipamhost_controller(api_client, workers=min(workers, 2), timings=t.ipamhost,
+                                recorder=events),
+            l2template_controller(api_client, workers=1, recorder=events),
             machine_controller(api_client, default_image=cluster.default_image,
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
-                               timings=t.machine),
-            cluster_controller(api_client, workers=1),
-            volume_controller(api_client, workers=min(workers, 2), timings=t.volume),
+                               timings=t.machine, recorder=events),
+            cluster_controller(api_client, workers=1, recorder=events),
+            volume_controller(api_client, workers=min(workers, 2), timings=t.volume,
+                              recorder=events),
             claim_binder_controller(api_client, workers=1),
-            update_controller(api_client, workers=1, node_flow=NodeMaintenance, alert_source=(
-                AlertmanagerSource(cluster.alertmanager_url)
-                if cluster.alertmanager_url else None), timings=t.update),
-            graceful_reboot_controller(api_client, workers=1, timings=t.graceful_reboot),
+            update_controller(api_client, workers=1,
+                              node_flow=partial(NodeMaintenance, recorder=events),
+                              alert_source=(AlertmanagerSource(cluster.alertmanager_url)
+                                            if cluster.alertmanager_url else None),
+                              timings=t.update, recorder=events),
+            graceful_reboot_controller(api_client, workers=1, timings=t.graceful_reboot,
+                                       recorder=events),
         ])
     return controllers

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
 
 from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.ipam import subnet_controller
@@ -55,6 +55,7 @@ async def controller(client: ApiClient) -> AsyncIterator[Manager]:
 class Ipam:
     def __init__(self, client: ApiClient, ns: str) -> None:
         self.api = CustomObjectsApi(client)
+        self.core = CoreV1Api(client)
         self.ns = ns
         self.owner = owner(ns)
 
@@ -80,6 +81,19 @@ class Ipam:
                 return dict(cond)
         return None
 
+    async def events(self, name: str) -> list[Any]:
+        """The Events about the Subnet ``name``."""
+        out = await self.core.list_namespaced_event(
+            self.ns, field_selector=f"involvedObject.name={name}")
+        return list(out.items)
+
+    async def told(self, name: str, type_: str, reason: str) -> Any:
+        """Wait for the Event ``reason`` about the Subnet ``name``; the Event."""
+        async def check() -> bool:
+            return any((e.type, e.reason) == (type_, reason) for e in await self.events(name))
+        await eventually(check, f"{type_} Event {reason} about subnet {name}")
+        return next(e for e in await self.events(name) if e.reason == reason)
+
     async def judged(self, name: str, reason: str, **counts: int) -> dict[str, Any]:
         async def check() -> bool:
             cond = await self.ready(name)
@@ -104,6 +118,7 @@ async def test_subnet_status(ipam: Ipam, controller: Manager) -> None:
     obj = await ipam.judged("net", "Ready", capacity=198, allocatable=198, allocated=0)
     cond = ready_of(obj)
     assert cond["status"] == "True" and cond["message"] == "198 of 198 addresses free"
+    assert await ipam.events("net") == []  # a subnet usable from the start is no news
 
 
 @pytest.mark.parametrize("spread", [False, True])
@@ -169,6 +184,10 @@ async def test_exhausted_subnet(ipam: Ipam, controller: Manager) -> None:
     obj = await ipam.judged("tiny", "Exhausted", allocated=3, allocatable=0)
     assert ready_of(obj)["status"] == "False"
     assert ready_of(obj)["message"] == "all 3 addresses are allocated"
+    event = await ipam.told("tiny", "Warning", "Exhausted")
+    assert event.message == "all 3 addresses are allocated"
+    assert event.involved_object.kind == "Subnet"
+    assert event.source.component == "racksmith-subnet"
     # Still usable once an address comes back: the claimer's stale hint is
     # refreshed before it answers Exhausted.
     stored = await list_ipaddrs(ipam.api, ipam.ns, subnet="tiny")
@@ -188,8 +207,13 @@ async def test_overlapping_subnet_is_rejected(ipam: Ipam, controller: Manager) -
     assert isinstance(out, NotClaimed) and out.reason == "Overlapping"
     assert await list_ipaddrs(ipam.api, ipam.ns, subnet="younger") == []
     # The older one going away frees the younger one.
+    event = await ipam.told("younger", "Warning", "Overlapping")
+    assert event.message == cond["message"]
     await ipam.api.delete_namespaced_custom_object(GROUP, VERSION, ipam.ns, "subnets", "older")
     await ipam.judged("younger", "Ready", capacity=254)
+    again = await ipam.told("younger", "Normal", "Ready")
+    assert again.message == "254 of 254 addresses free"
+    assert await ipam.events("older") == []
 
 
 async def test_gateway_outside_the_cidr(ipam: Ipam, controller: Manager) -> None:
@@ -198,5 +222,7 @@ async def test_gateway_outside_the_cidr(ipam: Ipam, controller: Manager) -> None
     cond = ready_of(obj)
     assert cond["status"] == "False"
     assert cond["message"] == "spec.gateway: 10.6.0.1 is outside the cidr 10.5.0.0/24"
+    event = await ipam.told("bad", "Warning", "InvalidSpec")
+    assert (event.message, event.count) == (cond["message"], 1)
     out = await claim_address(ipam.api, obj, ipam.owner)
     assert isinstance(out, NotClaimed) and out.reason == "InvalidSpec"

@@ -279,6 +279,7 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
         await eventually(lambda: counts(2, 2, "rel-1"), "cluster 2/2 on rel-1")
         ready = await world.condition(CLUSTER, "clusters", "demo", "Ready")
         assert ready is not None and ready["status"] == "True"
+        await world.has_event("demo", "ClusterReady", type="Normal")
 
         # Deleting the worker: cordon, drain (a PDB refuses first), release.
         await world.core.create_namespaced_pod(ns, {
@@ -335,6 +336,20 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
             await world.core.read_namespaced_secret("worker-1-user-data", ns)
         assert err.value.status == 404
         await eventually(lambda: counts(1, 1, "rel-1"), "cluster 1/1")
+        # The Cluster's Ready transitions, each told once (about the Cluster).
+        await world.has_events("demo", "ClusterReady", "ClusterNotReady")
+
+        async def ready_again() -> bool:
+            told = {e.message for e in await world.events("demo") if e.reason == "ClusterReady"}
+            return "1/1 machines Ready" in told
+        await eventually(ready_again, "the Cluster told Ready again")
+        cluster_events = await world.events("demo")
+        assert {e.involved_object.kind for e in cluster_events} == {"Cluster"}
+        assert sorted((e.reason, e.message, e.count) for e in cluster_events
+                      if e.reason == "ClusterReady") == [
+            ("ClusterReady", "1/1 machines Ready", 1), ("ClusterReady", "2/2 machines Ready", 1)]
+        [not_ready] = [e for e in cluster_events if e.reason == "ClusterNotReady"]
+        assert not_ready.type == "Warning" and "waiting for worker-1" in not_ready.message
 
         # The token is in the user data Secret only.
         no_token(await world.get(CLUSTER, "machines", "master-1"),
@@ -412,6 +427,7 @@ async def test_a_restart_repeats_nothing(client: ApiClient, ns: str) -> None:
     assert await world.host_state("h2") == "available"
     claims = [e for e in await world.events("m") if e.reason == "HostClaimed"]
     assert len(claims) == 1
+    assert claims[0].count == 1  # a second claim would only have bumped the count
 
 
 async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiClient,

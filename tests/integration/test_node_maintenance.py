@@ -13,6 +13,7 @@ cluster-scoped Nodes, requests and locks included, is deleted after it
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -339,6 +340,22 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: 
     assert node is not None and not (node.get("spec") or {}).get("unschedulable")
     assert "back" in await world.pods_on("m1")
     assert "reboot.metal.racksmith.io/lcm" not in await world.bmh_annotations("h1")
+
+    # An Event about the Node per write of the flow (in default: Nodes are cluster-scoped),
+    # a repeat folded into its count.
+    events = await world.events("m1", "default")
+    assert {e.involved_object.kind for e in events} == {"Node"}
+    assert {e.source.component for e in events} == {"racksmith-maintenance"}
+    told = Counter[str]()
+    for e in events:
+        told[e.reason] += e.count
+    assert (told["Cordoned"], told["DrainStarted"], told["Uncordoned"]) == (1, 1, 1)
+    assert told["RebootRequested"] == 2  # asked again after the reboot retry
+    assert sorted(e.message for e in events if e.reason == "Evicted") == [
+        f"evicted pod {ns}/plain", f"evicted pod {ns}/web-1"]
+    refused = [e for e in events if e.reason == "EvictionRefused"]
+    assert refused and {e.type for e in refused} == {"Warning"}
+    assert f"pod {ns}/web-1 refused (PodDisruptionBudget {ns}/web)" in refused[0].message
 
     await flow.finish(j)
     assert await world.nmr("m1") is None

@@ -297,6 +297,24 @@ async def test_plan_commence_locks_order_and_completion(client: ApiClient, ns: s
     assert {c["type"]: c["status"] for c in status["conditions"]}["Blocked"] == "False"
     assert flow.sweeps == [set()]  # once at start-up (no owner yet), then every 30 s
 
+    # The transitions, each told once: about the Cluster, the plan's creation; about the
+    # plan, each step commenced and completed, then the plan completed.
+    await world.has_event("demo", "UpdatePlanCreated", type="Normal")
+    [created] = [e for e in await world.events("demo") if e.reason == "UpdatePlanCreated"]
+    assert created.involved_object.kind == "Cluster" and created.count == 1
+    assert "rel-1 → rel-2" in created.message
+    await world.has_events("demo-rel-2", "StepCommenced", "StepCompleted", "PlanCompleted")
+    told = Counter((e.reason, e.message) for e in await world.events("demo-rel-2")
+                   for _ in range(e.count))
+    assert told == Counter({
+        ("StepCommenced", "step control-plane (Update the control plane) commenced"): 1,
+        ("StepCommenced", "step group-demo-default (Update group demo-default) commenced"): 1,
+        ("StepCompleted", "step control-plane (Update the control plane) completed: "
+                          "3/3 machines done, 0 in progress"): 1,
+        ("StepCompleted", "step group-demo-default (Update group demo-default) completed: "
+                          "4/4 machines done, 0 in progress"): 1,
+        ("PlanCompleted", "every machine of cluster demo runs release rel-2"): 1})
+
 
 async def test_autopause_recommence_and_restart(client: ApiClient, ns: str) -> None:
     world = World(client, ns)
@@ -331,6 +349,7 @@ async def test_autopause_recommence_and_restart(client: ApiClient, ns: str) -> N
         assert [(s["id"], s["commence"]) for s in plan["spec"]["steps"]] == [
             ("control-plane", True), ("group-demo-default", False)]
         assert plan["status"]["firingAlerts"] == ["KubeAPIDown"]
+        await world.has_event("demo-rel-2", "AutoPaused", type="Warning")
         flow.hold.clear()
 
         async def control_plane_done() -> bool:
@@ -362,6 +381,9 @@ async def test_autopause_recommence_and_restart(client: ApiClient, ns: str) -> N
     assert sorted(set(flow.starts) | set(flow2.starts)) == sorted((*MASTERS, *WORKERS))
     assert len(flow.starts) + len(flow2.starts) == 7
     assert await world.cmr() is None
+    paused = [e for e in await world.events("demo-rel-2") if e.reason == "AutoPaused"]
+    assert [e.count for e in paused] == [1]  # told once, not once per reconcile
+    assert "firing: KubeAPIDown" in paused[0].message
 
 
 async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient,
@@ -398,6 +420,11 @@ async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient
         assert plan is not None
         assert plan["status"]["steps"][1]["phase"] == "Stuck"
         assert "drain blocked" in machine_status(plan)["w0"]["message"]
+        await world.has_event("demo-rel-3", "MachineBlocked", type="Warning")
+        [blocked_event] = [e for e in await world.events("demo-rel-3")
+                           if e.reason == "MachineBlocked"]
+        assert blocked_event.message == "machine w0: drain blocked: pod x/w0"
+        assert blocked_event.count == 1
         flow.blocked.clear()
 
         async def completed() -> bool:
@@ -441,6 +468,9 @@ async def test_real_node_flow(client: ApiClient, ns: str) -> None:
     assert plan is not None
     assert {m["name"]: m["state"] for m in plan["status"]["machines"]} == {
         "m0": "Done", "w0": "Done"}
+    for name in ("m0", "w0"):  # the node flow's Events, about the Nodes
+        await world.has_events(name, "Cordoned", "DrainStarted", "Uncordoned",
+                               type="Normal", namespace="default")
 
 
 async def test_alertmanager_source() -> None:

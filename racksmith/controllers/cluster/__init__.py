@@ -1,7 +1,9 @@
 """The Cluster controller: a Cluster's status from its Machines (status only).
 
-Modules: ``summary`` (the pure status computation), ``controller``
-(reconciler and runtime wiring). The contracts are in
+Modules: ``summary`` (the pure status computation), ``events`` (the Events
+a status change is worth: ``ClusterReady``, ``ClusterNotReady``,
+``ReleaseNotFound``, ``MultipleBootstrap``), ``controller`` (reconciler and
+runtime wiring). The contracts are in
 ``docs/design/cluster-contracts.md`` ("The Cluster controller").
 """
 

@@ -6,6 +6,13 @@ through the status subresource when it changed) and ``cluster_controller``:
 a list+watch of Clusters, of Machines mapped to their cluster through
 ``spec.clusterName``, and of ClusterReleases mapped to the clusters that
 run them. Status only: it never changes a Machine.
+
+Events (core v1, about the Cluster, component ``racksmith-cluster``, through
+the runtime's ``EventRecorder``), on transitions of the status it writes
+only (``events.status_events``): ``ClusterReady`` (Normal) when Ready turns
+True, ``ClusterNotReady`` (Warning) when it turns False from True,
+``ReleaseNotFound`` and ``MultipleBootstrap`` (Warning) when ReleaseFound or
+BootstrapUnique turns False.
 """
 
 from __future__ import annotations
@@ -18,10 +25,12 @@ from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from racksmith.controllers.cluster.events import status_events
 from racksmith.controllers.cluster.summary import members, summarize
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -29,6 +38,7 @@ from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "cluster"
 FIELD_MANAGER = "racksmith-cluster"
+COMPONENT = "racksmith-cluster"
 
 
 def machine_cluster_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
@@ -60,9 +70,11 @@ class ClusterReconciler:
     """Reconciles one Cluster's status per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None) -> None:
+                 logger: Any = None, recorder: EventRecorder | None = None) -> None:
         self.custom = CustomObjectsApi(api_client)
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = ReleaseIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.cluster")
@@ -89,7 +101,7 @@ class ClusterReconciler:
             return Done()
         raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
-            await self.custom.replace_namespaced_custom_object_status(
+            written = await self.custom.replace_namespaced_custom_object_status(
                 CLUSTERS.group, CLUSTERS.version, key.namespace, CLUSTERS.plural, key.name,
                 raw, field_manager=FIELD_MANAGER)
         except ApiException as exc:
@@ -101,6 +113,8 @@ class ClusterReconciler:
         self.log.info("cluster status", kind="Cluster", namespace=key.namespace,
                       name=key.name, ready=status.machines_ready, total=status.machines_total,
                       release=status.release)
+        await self.recorder.record_all(written if isinstance(written, dict) else raw,
+                                       status_events(cluster.status, status))
         return Done()
 
     async def _get(self, key: ObjectKey) -> dict[str, Any] | None:
@@ -140,13 +154,15 @@ def cluster_controller(
     workers: int = 1,
     namespace: str | None = None,
     logger: Any = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller for Clusters (see the module docstring).
 
-    ``namespace``: watch one namespace only (None: all).
+    ``namespace``: watch one namespace only (None: all). ``recorder``: the
+    process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = ClusterReconciler(api_client, clock, logger=logger)
+    reconciler = ClusterReconciler(api_client, clock, logger=logger, recorder=recorder)
     sources = [
         KubeSource(api_client, CLUSTERS, namespace=namespace, clock=clock),
         KubeSource(api_client, MACHINES, namespace=namespace, clock=clock,

@@ -12,6 +12,12 @@ Sources: Subnets, mapped to every known Subnet (a subnet appearing, changing
 or going away can change the verdict on the others), and IPaddrs, mapped to
 their Subnet through the ``ipam.racksmith.io/subnet`` label (or
 ``spec.subnetRef``).
+
+Events (core v1, about the Subnet, component ``racksmith-subnet``, through
+the runtime's ``EventRecorder``), on changes of the Ready condition only
+(``events.status_events``): a Warning ``Exhausted``, ``InvalidSpec`` or
+``Overlapping`` when the subnet becomes unusable (or unusable for another
+reason), a Normal ``Ready`` when it is usable again.
 """
 
 from __future__ import annotations
@@ -23,18 +29,21 @@ import structlog
 from kubernetes_asyncio.client import CustomObjectsApi
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from racksmith.controllers.ipam.events import status_events
 from racksmith.controllers.ipam.verdict import apply_verdict, judge, subnet_cidr
 from racksmith.ipamclaims.claims import list_ipaddrs
 from racksmith.ipamclaims.names import FIELD_MANAGER, SUBNET_LABEL
 from racksmith.kinds.ipam import Subnet, SubnetStatus
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import IPADDRS, SUBNETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "subnet"
+COMPONENT = "racksmith-subnet"
 
 
 class SubnetIndex:
@@ -70,9 +79,11 @@ class SubnetReconciler:
     """Reconciles one Subnet per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None) -> None:
+                 logger: Any = None, recorder: EventRecorder | None = None) -> None:
         self.custom = CustomObjectsApi(api_client)
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = SubnetIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipam.subnet")
@@ -96,7 +107,7 @@ class SubnetReconciler:
             return Done()
         raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         try:
-            await self.custom.replace_namespaced_custom_object_status(
+            written = await self.custom.replace_namespaced_custom_object_status(
                 SUBNETS.group, SUBNETS.version, key.namespace, SUBNETS.plural, key.name, raw,
                 field_manager=FIELD_MANAGER)
         except ApiException as exc:
@@ -108,6 +119,8 @@ class SubnetReconciler:
         self.log.info("subnet judged", kind="Subnet", namespace=key.namespace, name=key.name,
                       reason=verdict.reason, allocated=verdict.allocated,
                       allocatable=verdict.allocatable)
+        await self.recorder.record_all(written if isinstance(written, dict) else raw,
+                                       status_events(subnet.status, status))
         return Done()
 
     async def _get(self, key: ObjectKey) -> dict[str, Any] | None:
@@ -137,14 +150,16 @@ def subnet_controller(
     workers: int = 2,
     namespace: str | None = None,
     logger: Any = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller for Subnets (see the module docstring).
 
     ``namespace``: watch one namespace only (None: all); overlaps are still
-    checked against every Subnet of the cluster.
+    checked against every Subnet of the cluster. ``recorder``: the process's
+    EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = SubnetReconciler(api_client, clock, logger=logger)
+    reconciler = SubnetReconciler(api_client, clock, logger=logger, recorder=recorder)
     sources = [
         KubeSource(api_client, SUBNETS, namespace=namespace, clock=clock,
                    mapper=reconciler.index.subnet_keys),

@@ -3,8 +3,10 @@
 Modules: ``flow`` (``NodeMaintenance``: advance/finish/sweep over the pure
 state table of ``racksmith.planners.maintenance``), ``drain`` (evictions
 with back-off, naming the PodDisruptionBudget that refuses), ``reboot``
-(the GracefulRebootRequest controller), ``timings`` (its waits), ``kube``
-(the only API access).
+(the GracefulRebootRequest controller), ``events`` (the Events about Nodes
+the flow records: ``Cordoned``, ``DrainStarted``, ``Evicted``,
+``EvictionRefused``, ``RebootRequested``, ``Uncordoned``), ``timings`` (its
+waits), ``kube`` (the only API access).
 The contracts are in ``docs/design/maintenance-contracts.md``.
 """
 

@@ -8,7 +8,10 @@ attempt), and naming the PodDisruptionBudget behind a refusal: from the
 429's ``DisruptionBudget`` cause ("The disruption budget <name> needs
 ..."), else by matching the selectors of the PDBs in the pod's namespace
 against the pod's labels. The bookkeeping is in memory: a fresh ``Drainer``
-(a restarted controller) simply tries every pod again at once.
+(a restarted controller) simply tries every pod again at once. Each attempt
+is an Event about the Node (when given a recorder): ``Evicted`` (Normal) or
+``EvictionRefused`` (Warning; a refusal repeated with the same answer only
+bumps its count).
 Called by ``flow.NodeMaintenance``.
 """
 
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from racksmith.controllers.maintenance.events import EVICTED, EVICTION_REFUSED, node_ref
 from racksmith.controllers.maintenance.kube import EvictionRefused, MaintenanceKube
 from racksmith.planners.maintenance import (
     MaintenanceTimings,
@@ -28,6 +32,7 @@ from racksmith.planners.maintenance import (
     eviction_backoff,
     is_evictable,
 )
+from racksmith.runtime.events import EventRecorder
 
 _BUDGET_NAME = re.compile(r"disruption budget (\S+?)[,:]?\s")
 
@@ -43,9 +48,11 @@ class _Attempts:
 class Drainer:
     """Evicts pods with back-off and remembers why they were refused."""
 
-    def __init__(self, kube: MaintenanceKube, timings: MaintenanceTimings) -> None:
+    def __init__(self, kube: MaintenanceKube, timings: MaintenanceTimings,
+                 recorder: EventRecorder | None = None) -> None:
         self.kube = kube
         self.timings = timings
+        self.recorder = recorder
         self._attempts: dict[tuple[str, str], _Attempts] = {}
 
     def views(self, node: str, pods: Iterable[Mapping[str, Any]]) -> tuple[PodView, ...]:
@@ -79,13 +86,23 @@ class Drainer:
             if refused is None:
                 self._attempts.pop(key, None)
                 done.append(f"evicted {pod.namespace}/{pod.name}")
+                await self._event(node, "Normal", EVICTED,
+                                  f"evicted pod {pod.namespace}/{pod.name}")
                 continue
             refusal = await self.name_budget(pod.namespace, pod.name, refused)
             count = (self._attempts[key].count if key in self._attempts else 0) + 1
             retry_at = now + timedelta(seconds=eviction_backoff(count, self.timings))
             self._attempts[key] = _Attempts(node, count, retry_at, refusal)
             done.append(f"eviction of {pod.namespace}/{pod.name} refused: {refusal.reason}")
+            budget = f" (PodDisruptionBudget {pod.namespace}/{refusal.pdb})" if refusal.pdb else ""
+            await self._event(node, "Warning", EVICTION_REFUSED,
+                              f"eviction of pod {pod.namespace}/{pod.name} refused{budget}: "
+                              f"{refusal.reason}")
         return done
+
+    async def _event(self, node: str, type_: str, reason: str, message: str) -> None:
+        if self.recorder is not None:
+            await self.recorder.record(node_ref(node), type_, reason, message)
 
     async def name_budget(self, namespace: str, pod: str, refused: EvictionRefused) -> Refusal:
         """The refusal with the PodDisruptionBudget named when it can be found."""

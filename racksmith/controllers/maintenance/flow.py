@@ -11,6 +11,10 @@ Called by the LCM update controller and the graceful reboot controller
 memory is on the objects (see ``docs/design/maintenance-contracts.md``), so
 a fresh instance resumes a flow started by another. How long it waits in
 each state is ``MaintenanceTimings`` (given by the controller that runs it).
+Each write is an Event about the Node (``events.action_events``, through
+the runtime's ``EventRecorder``, component ``racksmith-maintenance``):
+``Cordoned``, ``DrainStarted``, ``Evicted``/``EvictionRefused`` (the
+drainer's), ``RebootRequested``, ``Uncordoned``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 import structlog
 
 from racksmith.controllers.maintenance.drain import Drainer
+from racksmith.controllers.maintenance.events import COMPONENT, action_events, node_ref
 from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
 from racksmith.kinds.maintenance import NodeMaintenanceRequest
 from racksmith.planners.maintenance import (
@@ -61,6 +66,7 @@ from racksmith.planners.maintenance import (
     rfc3339,
 )
 from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.resources import (
     HOSTS,
     LCMMACHINES,
@@ -80,11 +86,14 @@ class NodeMaintenance:
     """Runs the node maintenance flow (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
-                 logger: Any = None, timings: MaintenanceTimings | None = None) -> None:
+                 logger: Any = None, timings: MaintenanceTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.kube = MaintenanceKube(api_client)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
-        self.drainer = Drainer(self.kube, self.timings)
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+        self.drainer = Drainer(self.kube, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")
 
@@ -214,6 +223,7 @@ class NodeMaintenance:
                 log.info("node uncordoned", kept_cordoned=keep)
             case _:
                 raise AssertionError(f"unexpected action {action!r}")
+        await self.recorder.record_all(node_ref(job.node), action_events(job, action))
 
     async def _annotate_request(self, job: NodeJob, annotations: dict[str, str | None]
                                 ) -> None:

@@ -15,6 +15,11 @@ machine does not exist); conditions ``Blocked`` and ``LockFailed``. Status
 goes through the status subresource. A deleted request releases its node
 (uncordon if it cordoned it, delete its NodeMaintenanceRequest).
 
+Its node flow records the Events about the Nodes (``Cordoned``,
+``DrainStarted``, ``Evicted``/``EvictionRefused``, ``RebootRequested``,
+``Uncordoned``; component ``racksmith-maintenance``); the controller
+records none of its own.
+
 Watches GracefulRebootRequests, NodeMaintenanceRequests (by owner label),
 Nodes, LCMMachines and NodeWorkloadLocks (mapped to the request whose
 machine they concern), and requeues every ``GracefulRebootTimings.poll``
@@ -56,6 +61,7 @@ from racksmith.planners.maintenance import (
 )
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import (
     CLUSTERS,
@@ -135,14 +141,15 @@ class GracefulRebootReconciler:
     """Reconciles one GracefulRebootRequest per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
-                 logger: Any = None, timings: GracefulRebootTimings | None = None) -> None:
+                 logger: Any = None, timings: GracefulRebootTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance.reboot")
         self.timings = timings if timings is not None else GracefulRebootTimings()
         self.kube = MaintenanceKube(api_client)
         self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log,
-                                    timings=self.timings.node_flow)
+                                    timings=self.timings.node_flow, recorder=recorder)
         self.index = RebootIndex()
 
     async def reconcile(self, key: ObjectKey) -> Result:
@@ -316,14 +323,17 @@ def _comparable(status: GracefulRebootRequestStatus) -> Any:
 
 def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
                                clock: Clock | None = None, logger: Any = None,
-                               timings: GracefulRebootTimings | None = None) -> Controller:
+                               timings: GracefulRebootTimings | None = None,
+                               recorder: EventRecorder | None = None) -> Controller:
     """The runtime Controller for GracefulRebootRequests (see the module docstring).
 
     ``timings``: its waits and its node flow's (None: the defaults).
+    ``recorder``: the process's EventRecorder, for its node flow's Events
+    (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger,
-                                          timings=timings)
+                                          timings=timings, recorder=recorder)
     index = reconciler.index
     sources = [
         KubeSource(api_client, REBOOTS, clock=clock),

@@ -1,7 +1,8 @@
 """The LCM update controller: UpdateGroups, ClusterUpdatePlans, AutoPause.
 
 Modules: ``plan`` (the pure decisions: plan contents, what starts, the
-status), ``controller`` (reconciler and runtime wiring), ``kube`` (the only
+status), ``events`` (the Events a plan's status change is worth),
+``controller`` (reconciler and runtime wiring), ``kube`` (the only
 API access), ``alerts`` (alert sources for UpdateAutoPause), ``flow`` (the
 seam to the per-node maintenance flow, which the composition root injects),
 ``timings`` (its waits), ``names``. The contract is in

@@ -11,6 +11,15 @@ flow (``NodeFlow``) — and writes the plan's status; at most every
 ``UpdateTimings.sweep_period`` (30 s) it runs the flow's ``sweep``. The
 decisions are ``plan``'s; the API calls are ``kube``'s. Contract:
 ``docs/design/maintenance-contracts.md``, "The LCM update controller".
+
+Events (core v1, component ``racksmith-update``, through the runtime's
+``EventRecorder``), on transitions only: ``UpdatePlanCreated`` (Normal,
+about the Cluster) when it creates a plan, and about the ClusterUpdatePlan,
+from the change of the status it writes (``events.plan_events``):
+``StepCommenced``, ``StepCompleted``, ``PlanCompleted`` (Normal),
+``AutoPaused``, ``MachineBlocked``, ``MachineLockFailed``,
+``ClusterLockFailed`` (Warning). The node flow it drives records its own
+(about the Nodes: ``Cordoned``, ``Evicted``... see the maintenance package).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from pydantic import ValidationError
 
 from racksmith.controllers.update import plan as decide
 from racksmith.controllers.update.alerts import AlertSource, NoAlerts
+from racksmith.controllers.update.events import plan_events
 from racksmith.controllers.update.flow import (
     NodeFlow,
     NodeFlowFactory,
@@ -37,6 +47,7 @@ from racksmith.controllers.update.names import (
     BLOCKED,
     CLUSTER_LABEL,
     CMR_API_VERSION,
+    COMPONENT,
     CONTROLLER_NAME,
     GROUP_API_VERSION,
     NAMESPACE_ANNOTATION,
@@ -65,6 +76,7 @@ from racksmith.kinds.maintenance import LockState, MaintenanceScope
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.events import EventRecorder, object_ref
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import (
     AUTOPAUSES,
@@ -196,12 +208,15 @@ class UpdateReconciler:
 
     def __init__(self, api_client: Any, flow: NodeFlow, *, alerts: AlertSource | None = None,
                  clock: Clock | None = None, logger: Any = None,
-                 timings: UpdateTimings | None = None) -> None:
+                 timings: UpdateTimings | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.kube = Kube(api_client)
         self.flow = flow
         self.timings = timings if timings is not None else UpdateTimings()
         self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
         self.clock: Clock = clock if clock is not None else SystemClock()
+        self.recorder = (recorder if recorder is not None else EventRecorder(
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = ClusterIndex()
         self._last_sweep: float | None = None
         self.log = logger if logger is not None else structlog.get_logger(
@@ -354,6 +369,12 @@ class UpdateReconciler:
             self.log.info("update plan created", kind="ClusterUpdatePlan",
                           namespace=key.namespace, name=name, source=spec.source,
                           target=target, steps=[s.id for s in spec.steps])
+            await self.recorder.record(
+                object_ref(Cluster.info.api_version, "Cluster", key.name,
+                           namespace=key.namespace, uid=cluster.metadata.uid),
+                "Normal", "UpdatePlanCreated",
+                f"ClusterUpdatePlan {name}: {spec.source} → {target} in steps "
+                f"{', '.join(s.id for s in spec.steps)}")
         return True
 
     async def _drop_orphan_cmr(self, key: ObjectKey, owners: set[str]) -> None:
@@ -507,8 +528,11 @@ class UpdateReconciler:
         if not decide.same_status(plan.status, status):
             raw = dict(raw)
             raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-            if await self.kube.replace(PLANS, raw, status=True) is None:
+            written = await self.kube.replace(PLANS, raw, status=True)
+            if written is None:
                 return Done()
+            await self.recorder.record_all(written, plan_events(
+                plan, status, cluster_lock_failed=lock_failed))
         if status.phase == PlanPhase.COMPLETED:
             self.log.info("update plan completed", kind="ClusterUpdatePlan",
                           namespace=key.namespace, name=name, target=target)
@@ -549,6 +573,7 @@ def update_controller(
     namespace: str | None = None,
     logger: Any = None,
     timings: UpdateTimings | None = None,
+    recorder: EventRecorder | None = None,
 ) -> Controller:
     """The runtime Controller of cluster updates (see the module docstring).
 
@@ -557,7 +582,9 @@ def update_controller(
     ``timings.node_flow`` (the composition root passes ``NodeMaintenance``);
     or ``node_maintenance``, a ready flow (tests pass fakes).
     ``alert_source``: where UpdateAutoPause alerts are read (None: none fire);
-    ``timings``: the waits (None: the defaults).
+    ``timings``: the waits (None: the defaults). ``recorder``: the process's
+    EventRecorder (None: one of its own); the node flow takes its own from
+    its factory (the composition root binds the same one).
     """
     clock = clock if clock is not None else SystemClock()
     timings = timings if timings is not None else UpdateTimings()
@@ -569,7 +596,7 @@ def update_controller(
         raise TypeError("update_controller: pass exactly one of node_flow (a factory) "
                         "and node_maintenance (a flow)")
     reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
-                                  logger=logger, timings=timings)
+                                  logger=logger, timings=timings, recorder=recorder)
     index = reconciler.index
 
     def source(res: Any, mapper: Any = None, *, scoped: bool = True) -> KubeSource:

@@ -1,6 +1,6 @@
 """Names the LCM update controller shares with the rest of Racksmith.
 
-Owns the controller's field manager, the labels and annotations of
+Owns the controller's field manager and Event component, the labels and annotations of
 ``docs/design/maintenance-contracts.md`` ("Names, labels, annotations") it
 reads or writes, the node flow's state names as the controller sees them,
 and the condition types of a ClusterUpdatePlan. The resources it reads and
@@ -18,6 +18,8 @@ GROUP_API_VERSION = lcm.UpdateGroup.info.api_version
 CMR_API_VERSION = maintenance.ClusterMaintenanceRequest.info.api_version
 FIELD_MANAGER = "racksmith-update"
 CONTROLLER_NAME = "update"
+COMPONENT = "racksmith-update"
+"""The source of its Events."""
 
 # Labels, annotations and flow states: the node flow planner's (the contract's strings).
 OWNER_LABEL = maintenance_planner.OWNER_LABEL
