@@ -25,7 +25,7 @@ writing the Event is logged and swallowed (cancellation still propagates).
 One recorder serves a whole process: the composition root makes one and
 each controller takes its own component from it (:meth:`for_component`,
 sharing the API seam, the clock and the repeat cache). The API seam is
-``EventSink`` (``KubeEventSink``: ``CoreV1Api`` over the ``ApiClient``);
+``EventSink`` (``KubeEventSink``: the runtime Client over the ``ApiClient``);
 tests pass a fake one.
 """
 
@@ -40,11 +40,12 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import structlog
-from kubernetes_asyncio.client import CoreV1Api
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.redact import redact_text
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.errors import AlreadyExists, NotFound
+from racksmith.runtime.resource import Resource
 
 EVENT_TYPES = ("Normal", "Warning")
 DEFAULT_NAMESPACE = "default"
@@ -60,10 +61,7 @@ _NAME_ATTEMPTS = 3
 _LOCK_STRIPES = 64
 _MAX_NAME = 253
 
-_MERGE_PATCH: dict[str, Any] = {"_content_type": "application/merge-patch+json"}
-# The client picks strategic merge for a dict body on core kinds; a merge patch
-# says the same for the scalars patched here. Passed as ** because the bundled
-# stubs do not declare the runtime's ``_content_type`` keyword.
+EVENTS = Resource("", "v1", "events")
 
 
 class EventLike(Protocol):
@@ -100,38 +98,28 @@ class EventSink(Protocol):
 
 
 class KubeEventSink:
-    """``EventSink`` over a kubernetes_asyncio ``ApiClient`` (core v1 Events)."""
+    """``EventSink`` over the runtime's Client (core v1 Events)."""
 
     def __init__(self, api_client: Any) -> None:
         self.api_client = api_client
-        self._core: CoreV1Api | None = None
 
     @property
-    def core(self) -> CoreV1Api:
-        """The client's CoreV1Api, made on first use (``CoreV1Api(None)`` would
-        open a default client of its own: there is none to write through)."""
-        if self._core is None:
-            if self.api_client is None:
-                raise RuntimeError("no ApiClient to write Events through")
-            self._core = CoreV1Api(self.api_client)
-        return self._core
+    def client(self) -> Client:
+        if self.api_client is None:
+            raise RuntimeError("no ApiClient to write Events through")
+        return as_client(self.api_client)
 
     async def create(self, namespace: str, body: dict[str, Any]) -> None:
-        event: Any = body  # the client sends a dict as it is
         try:
-            await self.core.create_namespaced_event(namespace, event)
-        except ApiException as exc:
-            if exc.status == 409:
-                raise NameTaken(body["metadata"]["name"]) from None
-            raise
+            await self.client.create(EVENTS, body, namespace=namespace)
+        except AlreadyExists:
+            raise NameTaken(body["metadata"]["name"]) from None
 
     async def patch(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         try:
-            await self.core.patch_namespaced_event(name, namespace, body, **_MERGE_PATCH)
-        except ApiException as exc:
-            if exc.status == 404:
-                raise EventGone(name) from None
-            raise
+            await self.client.patch(EVENTS, namespace, name, body)
+        except NotFound:
+            raise EventGone(name) from None
 
 
 def object_ref(api_version: str, kind: str, name: str, *, namespace: str | None = None,
