@@ -15,7 +15,10 @@ Reads
     behind. ``list`` takes equality label selectors (a dict or
     ``a=b,c!=d,e``) and field selectors; a field selector is answered from
     the cache only when the informer has the matching ``field_index``.
-    ``get`` answers None for an object that does not exist.
+    ``get`` answers None for an object that does not exist. ``by_index``
+    answers from an index added with ``add_index`` (a live list filtered by
+    the same function when no cache serves); ``indexed`` is its synchronous,
+    cache-only form for mappers.
 
 Writes
     ``create``, ``update`` (PUT with the resourceVersion read: optimistic),
@@ -166,6 +169,35 @@ class Client:
                 found = informer.list(namespace)
             return [_copy(o) for o in found if _labels_match(o, selector)]
         return await self._list_live(resource, namespace, labels, fields)
+
+    async def by_index(self, resource: Resource, index: str, value: str,
+                       namespace: str | None = None, *, live: bool = False) -> Objs:
+        """Objects whose index ``index`` (added with ``add_index``) holds
+        ``value``: from the cache when it serves, else a live list filtered
+        by the same index function."""
+        informer = None if live else self.informers.serving(resource, namespace)
+        if informer is not None and informer.has_index(index):
+            return [_copy(o) for o in informer.by_index(index, value, namespace)]
+        func = self._index_func(resource, namespace, index)
+        return [o for o in await self._list_live(resource, namespace, None, None)
+                if value in _index_values(func, o)]
+
+    def indexed(self, resource: Resource, index: str, value: str,
+                namespace: str | None = None) -> Objs:
+        """``by_index`` from the cache only, synchronously, for mappers: the
+        stored objects themselves (do not modify them); [] when no cache serves."""
+        informer = self.informers.serving(resource, namespace)
+        if informer is None or not informer.has_index(index):
+            return []
+        return informer.by_index(index, value, namespace)
+
+    def _index_func(self, resource: Resource, namespace: str | None, index: str) -> IndexFunc:
+        for scope in (namespace or None, None):
+            informer = self.informers.get(resource, scope)
+            func = informer.index_func(index)
+            if func is not None:
+                return func
+        raise KeyError(f"no index {index!r} on {resource}")
 
     async def _list_live(self, resource: Resource, namespace: str | None,
                          labels: Mapping[str, str] | str | None,
@@ -325,6 +357,13 @@ def _object_path(resource: Resource, namespace: str | None, name: str) -> str:
 def _path_of(resource: Resource, obj: Mapping[str, Any]) -> str:
     meta = _meta(obj)
     return _object_path(resource, meta.get("namespace") or None, str(meta.get("name") or ""))
+
+
+def _index_values(func: IndexFunc, obj: Mapping[str, Any]) -> list[str]:
+    try:
+        return list(func(obj))
+    except Exception:  # an index function never breaks a read
+        return []
 
 
 def _field(obj: Mapping[str, Any], path: str) -> str | None:

@@ -211,6 +211,9 @@ class SharedInformer:
     def has_index(self, name: str) -> bool:
         return name in self._indexers
 
+    def index_func(self, name: str) -> IndexFunc | None:
+        return self._indexers.get(name)
+
     def by_index(self, name: str, value: str, namespace: str | None = None) -> Objs:
         """Stored objects whose index ``name`` holds ``value`` (shared: do not modify)."""
         keys = self._indexes[name].get(value) or ()

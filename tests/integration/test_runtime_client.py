@@ -183,3 +183,17 @@ async def test_a_conflict_is_requeued_not_counted_as_an_error(
         assert controller.metrics.errors.labels(controller="racer")._value.get() == 0
     finally:
         await controller.stop(grace=1.0)
+
+
+async def test_by_index_from_the_cache_or_live(client: ApiClient, ns: str) -> None:
+    c = Client(client, field_manager="test")
+    await c.create(SECRETS, secret("i1", ns, role="db"))
+    await c.create(SECRETS, secret("i2", ns, role="web"))
+    c.add_index(SECRETS, "role", label_index("role"), namespace=ns)
+    live = await c.by_index(SECRETS, "role", "db", ns)  # nothing serves yet: a live list
+    assert [o["metadata"]["name"] for o in live] == ["i1"]
+    assert c.indexed(SECRETS, "role", "db", ns) == []
+    async with consuming(c, c.source(SECRETS, namespace=ns)):
+        cached = await c.by_index(SECRETS, "role", "web", ns)
+        assert [o["metadata"]["name"] for o in cached] == ["i2"]
+        assert [o["metadata"]["name"] for o in c.indexed(SECRETS, "role", "db", ns)] == ["i1"]
