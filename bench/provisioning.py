@@ -384,9 +384,13 @@ def ironic_counts(rs: Racksmith) -> tuple[int, Counter[str]]:
     return client.total_calls, Counter(client.calls)
 
 
+AfterHook = Callable[[Racksmith, Obj], Awaitable[None]]
+
+
 async def run_racksmith(kind: str, n: int, data_dir: Path, needle: str, params: Params,
-                        out: Obj) -> None:
-    """Racksmith in-process: apply N hosts, wait available; set images, wait provisioned."""
+                        out: Obj, after: AfterHook | None = None) -> None:
+    """Racksmith in-process: apply N hosts, wait available; set images, wait
+    provisioned; then ``after`` (another benchmark's extra measurements)."""
     settings = Settings(data_dir=data_dir, port=0, ironic_port=0,
                         emulate_hosts=n if kind == "redfish" else 0,
                         controller_workers=params.workers)
@@ -460,6 +464,8 @@ async def run_racksmith(kind: str, n: int, data_dir: Path, needle: str, params: 
                     **_calls(calls2 - calls1, per2 - per1, n)}
                 print(f"  [{kind}] Racksmith: all provisioned in {m2.seconds:.1f} s", flush=True)
                 out["host_errors_seen"] = len(watch.errors)
+                if after is not None:
+                    await after(rs, out)
             finally:
                 await watch.stop()
     finally:
@@ -663,13 +669,14 @@ async def run_direct(kind: str, n: int, data_dir: Path, needle: str, params: Par
 # --------------------------------------------------------------------------- run + report
 
 
-async def run_scenario(kind: str, n: int, tmp: Path, params: Params) -> Obj:
+async def run_scenario(kind: str, n: int, tmp: Path, params: Params,
+                       after: AfterHook | None = None) -> Obj:
     res: Obj = {"hosts": n, "racksmith": {}, "direct": {}}
     base = tmp / kind
     if params.only != "direct":
         try:
             await run_racksmith(kind, n, base / "racksmith", str(base / "racksmith"), params,
-                                res["racksmith"])
+                                res["racksmith"], after)
         except Exception as exc:  # reported, and the direct side still runs
             res["racksmith"]["error"] = f"{type(exc).__name__}: {exc}"
             print(f"  [{kind}] Racksmith FAILED: {res['racksmith']['error']}", flush=True)
