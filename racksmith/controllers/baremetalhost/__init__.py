@@ -2,9 +2,11 @@
 
 Modules: ``states`` (the transition table and its diagram), ``handlers*``
 (one per state; they propose), ``committer`` (applies, logs, counts,
-emits Events), ``controller`` (reconciler and runtime wiring), ``kube``
-(the only API access), ``settings``, ``calls`` (the budgeted
-provisioner), ``provisioning`` (profile rendering and requests). The
+emits Events), ``inventory`` (the BareMetalHostInventory write),
+``controller`` (reconciler and runtime wiring), ``index`` (Secrets and
+profiles → hosts, as indexes of the shared host informer), ``settings``,
+``calls`` (the budgeted provisioner), ``provisioning`` (profile rendering
+and requests). All API access goes through the runtime ``Client``. The
 annotations it honours and its finalizer are ``racksmith.kinds.hostannotations``.
 """
 

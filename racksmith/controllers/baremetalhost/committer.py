@@ -1,12 +1,18 @@
 """The one place a reconcile's proposal is applied.
 
-Owns, in order: the inventory write, metadata changes (finalizer,
-annotations) through the object, the status through the status subresource
-(only when it changed), the ``old → new`` log line and metrics, the core v1
-Events (transitions, new errors, condition changes, the handler's own;
-through the runtime's ``EventRecorder``, which never fails the reconcile
-and folds a repeat into the count of the Event it repeats), and
-the runtime result (back-off after errors, polls, steady re-checks).
+Owns, in order: the inventory write (``inventory``), metadata changes
+(finalizer, annotations) through the object, the status through the status
+subresource (only when it changed), the ``old → new`` log line and
+metrics, the core v1 Events (transitions, new errors, condition changes,
+the handler's own; through the runtime's ``EventRecorder``, which never
+fails the reconcile and folds a repeat into the count of the Event it
+repeats), and the runtime result (back-off after errors, polls, steady
+re-checks).
+
+Writes go through the runtime ``Client`` as PUTs carrying the
+resourceVersion the host was read at: a stale read ends in ``Conflict``,
+which escapes (the runtime requeues the host and the proposal is worked out
+again from a fresh read); a host gone meanwhile ends the writes quietly.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from racksmith.controllers.baremetalhost.context import HostContext
-from racksmith.controllers.baremetalhost.kube import Kube
+from racksmith.controllers.baremetalhost.inventory import upsert_inventory
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.controllers.baremetalhost.proposal import (
     ConditionSpec,
@@ -35,8 +41,11 @@ from racksmith.controllers.baremetalhost.status import (
 from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.metal import BareMetalHostStatus
+from racksmith.runtime.client import Client
 from racksmith.runtime.clock import Clock
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.resources import HOSTS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 _QUIET_FIRST = {BACKEND_REACHABLE}
@@ -48,14 +57,14 @@ class Committer:
 
     def __init__(
         self,
-        kube: Kube,
+        client: Client,
         clock: Clock,
         settings: BareMetalHostSettings,
         metrics: BareMetalHostMetrics,
         random: Callable[[], float],
         recorder: EventRecorder,
     ) -> None:
-        self.kube = kube
+        self.client = client
         self.clock = clock
         self.settings = settings
         self.metrics = metrics
@@ -76,12 +85,11 @@ class Committer:
                                               "BackendReachable", "the provisioner answers"))
         new = apply_proposal(old, p, now=now, generation=ctx.host.metadata.generation)
         if p.inventory is not None:
-            await self.kube.upsert_inventory(
-                raw, p.inventory.model_dump(mode="json", exclude_none=True), now, "provisioner"
-            )
+            hardware = p.inventory.model_dump(mode="json", exclude_none=True)
+            await upsert_inventory(self.client, raw, hardware, now, "provisioner")
         obj: dict[str, Any] | None = raw
         if _metadata_changes(raw, p):
-            obj = await self.kube.replace_host(_with_metadata(raw, p))
+            obj = await self._update(_with_metadata(raw, p))
         if obj is not None and not (p.remove_finalizer and ctx.deleting):
             obj = await self._write_status(obj, old, new, now)
         self._record(log, old, new, p)
@@ -102,7 +110,17 @@ class Committer:
         new.last_updated = now
         body = dict(obj)
         body["status"] = _dump(new)
-        return await self.kube.replace_host_status(body)
+        try:
+            return await self.client.update_status(HOSTS, body)
+        except NotFound:
+            return None
+
+    async def _update(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """PUT the host (metadata changes); None if it is gone."""
+        try:
+            return await self.client.update(HOSTS, obj)
+        except NotFound:
+            return None
 
     def _record(
         self, log: Any, old: BareMetalHostStatus | None, new: BareMetalHostStatus, p: Proposal

@@ -2,16 +2,24 @@
 
 Owns ``BareMetalHostReconciler`` (read the host and what it references,
 ask the state's handler for a proposal, hand it to the committer) and
-``baremetalhost_controller``, which builds the runtime ``Controller`` with
-a list+watch of BareMetalHosts plus secondary watches of Secrets and
-BareMetalHostProfiles mapped to the hosts that reference them. Talks to the
-API only through kubernetes_asyncio (``kube``) and to servers only through
-the ``Provisioner`` it is given.
+``baremetalhost_controller``, which builds the runtime ``Controller``.
+
+Watches (shared informers of the runtime ``Client``): BareMetalHosts; and
+Secrets and BareMetalHostProfiles, mapped to the hosts that reference them
+through indexes of the host informer (``index``). Reads the host, its BMC
+credentials and config-drive Secrets and its profile from those caches.
+Writes the host (finalizer, annotations; its status subresource) and its
+BareMetalHostInventory (``committer``, ``inventory``). Talks to the API
+only through the ``Client`` (field manager ``racksmith-baremetalhost``) and
+to servers only through the ``Provisioner`` it is given.
 
 Per reconcile: gone → forget; paused → nothing; no finalizer → add it first;
 then the handler. A ``BackendUnavailable`` from the provisioner is not a host
 error: the host keeps its state, gets ``BackendReachable`` False (and an
-Event) and is retried with a capped back-off.
+Event) and is retried with a capped back-off. A write that lost a race
+(``Conflict``: someone else wrote the host meanwhile) escapes to the
+runtime, which requeues the host: the proposal is dropped and worked out
+again from a fresh read.
 
 Events (core v1, about the BareMetalHost, component
 ``racksmith-baremetalhost``, through the runtime's ``EventRecorder``: a
@@ -28,7 +36,8 @@ one per condition change (Warning when False: ``BackendUnavailable``,
 
 from __future__ import annotations
 
-import contextlib
+import base64
+import dataclasses
 import random as _random
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +55,7 @@ from racksmith.controllers.baremetalhost.context import (
     ProfileLookup,
 )
 from racksmith.controllers.baremetalhost.handlers import decide
-from racksmith.controllers.baremetalhost.index import ReferenceIndex
-from racksmith.controllers.baremetalhost.kube import COMPONENT, Conflict, Kube
+from racksmith.controllers.baremetalhost.index import HostReferences
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.controllers.baremetalhost.proposal import ConditionSpec, Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
@@ -59,6 +67,7 @@ from racksmith.kinds.metal import BareMetalHost
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdentity, Provisioner
 from racksmith.redact import register_secret
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
@@ -66,14 +75,19 @@ from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
 from racksmith.runtime.resources import HOSTS, PROFILES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "baremetalhost"
+COMPONENT = "racksmith-baremetalhost"
+FIELD_MANAGER = "racksmith-baremetalhost"
 _PROFILE_STATES = (S.AVAILABLE, S.PROVISIONING)
 
 
 class BareMetalHostReconciler:
-    """Reconciles one BareMetalHost per call (see the module docstring)."""
+    """Reconciles one BareMetalHost per call (see the module docstring).
+
+    ``api_client``: a kubernetes_asyncio ``ApiClient`` or a runtime
+    ``Client``; ``namespace``: the controller's scope (None: all), where the
+    host indexes are looked up."""
 
     def __init__(
         self,
@@ -86,13 +100,14 @@ class BareMetalHostReconciler:
         logger: Any = None,
         random: Callable[[], float] = _random.random,
         recorder: EventRecorder | None = None,
+        namespace: str | None = None,
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.settings = settings or BareMetalHostSettings()
         self.metrics = metrics or BareMetalHostMetrics()
         self.provisioner = provisioner
-        self.kube = Kube(api_client)
-        self.index = ReferenceIndex()
+        self.client = _client_of(api_client).with_field_manager(FIELD_MANAGER)
+        self.references = HostReferences(self.client, namespace)
         self.budget = CallBudget(self.clock, self.settings.calls_per_minute)
         self._backend_backoff: Backoff[ObjectKey] = Backoff(
             base=self.settings.backend_retry_base, cap=self.settings.backend_retry_cap,
@@ -102,22 +117,20 @@ class BareMetalHostReconciler:
             "racksmith.controllers.baremetalhost")
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
-        self.committer = Committer(self.kube, self.clock, self.settings, self.metrics, random,
+        self.committer = Committer(self.client, self.clock, self.settings, self.metrics, random,
                                    self.recorder)
         #: Hosts waiting out an error back-off: the inputs the error was seen
         #: with, and until when (see ``_held``).
         self._holds: dict[ObjectKey, tuple[tuple[Any, ...], float]] = {}
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw = await self.kube.get_host(key)
+        raw = await self.client.get(HOSTS, key.namespace, key.name)
         if raw is None:
-            self.index.forget(key)
             self.budget.forget(key)
             self._backend_backoff.forget(key)
             self._holds.pop(key, None)
             return Done()
         host = BareMetalHost.model_validate(raw)
-        self.index.record(key, host)
         annotations = host.metadata.annotations
         deleting = host.metadata.deletion_timestamp is not None
         finalizers = host.metadata.finalizers
@@ -134,8 +147,7 @@ class BareMetalHostReconciler:
         committer = self.committer
         if not deleting and ann.FINALIZER not in finalizers:
             # Protect the host before the backend learns about it.
-            with contextlib.suppress(Conflict):
-                await committer.commit(ctx, raw, Proposal(add_finalizer=True), log)
+            await committer.commit(ctx, raw, Proposal(add_finalizer=True), log)
             return RequeueAfter(0.0)
         inputs = _inputs(host, ctx)
         held = self._held(key, host, inputs)
@@ -150,13 +162,7 @@ class BareMetalHostReconciler:
             proposal = self._unreachable(key, ctx, str(exc))
         else:
             self._backend_backoff.forget(key)
-        try:
-            result = await committer.commit(ctx, raw, proposal, log)
-        except Conflict:
-            # Someone else wrote the host meanwhile (a user, a deletion): the
-            # proposal is dropped and worked out again from a fresh read.
-            log.debug("conflicting write, reconciling again")
-            return RequeueAfter(0.0)
+        result = await committer.commit(ctx, raw, proposal, log)
         if proposal.error is not None and isinstance(result, RequeueAfter):
             self._holds[key] = (inputs, self.clock.now() + result.seconds)
         else:
@@ -202,7 +208,7 @@ class BareMetalHostReconciler:
         ctx = HostContext(host=host, calls=calls, settings=self.settings)
         ctx.credentials = await self._credentials(key, host)
         if host.spec.profile and ctx.state in _PROFILE_STATES:
-            found = await self.kube.get_profile(key.namespace, host.spec.profile)
+            found = await self.client.get(PROFILES, key.namespace, host.spec.profile)
             spec = BareMetalHostProfile.model_validate(found).spec if found else None
             ctx.profile = ProfileLookup(host.spec.profile, spec, missing=found is None)
         if ctx.state is S.PROVISIONING:
@@ -217,7 +223,7 @@ class BareMetalHostReconciler:
         if "://" not in bmc.address:
             return Credentials(name, problem=f"BMC address {bmc.address!r} has no scheme "
                                              "(e.g. redfish://, ipmi://)")
-        secret = await self.kube.get_secret(key.namespace, name)
+        secret = await self._secret(key.namespace, name)
         if secret is None:
             return Credentials(name, problem=f"secret {name} not found")
         missing = [k for k in ("username", "password") if not secret.data.get(k)]
@@ -265,13 +271,28 @@ class BareMetalHostReconciler:
                             ) -> str | _Problem:
         if ref.namespace not in (None, "", namespace):
             return _Problem(f"secret {ref.namespace}/{ref.name} is in another namespace")
-        secret = await self.kube.get_secret(namespace, ref.name)
+        secret = await self._secret(namespace, ref.name)
         if secret is None:
             return _Problem(f"secret {ref.name} not found")
         raw = secret.data.get(field) or secret.data.get("value")
         if raw is None:
             return _Problem(f"secret {ref.name} has no {field} (or value) key")
         return raw.decode("utf-8", "replace")
+
+    async def _secret(self, namespace: str, name: str) -> _SecretData | None:
+        obj = await self.client.get(SECRETS, namespace, name)
+        if obj is None:
+            return None
+        data = {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
+        return _SecretData(str((obj.get("metadata") or {}).get("resourceVersion") or ""), data)
+
+
+@dataclasses.dataclass(frozen=True)
+class _SecretData:
+    """A Secret's decoded data and version. Never log ``data``."""
+
+    resource_version: str
+    data: dict[str, bytes] = dataclasses.field(repr=False)
 
 
 class _Problem:
@@ -301,15 +322,25 @@ def baremetalhost_controller(
     reconciler = BareMetalHostReconciler(
         api_client, provisioner, clock, settings=settings,
         metrics=BareMetalHostMetrics(registry), logger=logger, recorder=recorder,
+        namespace=namespace,
     )
+    client, references = reconciler.client, reconciler.references
     sources = [
-        KubeSource(api_client, HOSTS, namespace=namespace, clock=clock),
-        KubeSource(api_client, SECRETS, namespace=namespace, clock=clock,
-                   mapper=reconciler.index.secret_keys),
-        KubeSource(api_client, PROFILES, namespace=namespace, clock=clock,
-                   mapper=reconciler.index.profile_keys),
+        client.source(HOSTS, namespace=namespace),
+        client.source(SECRETS, namespace=namespace, mapper=references.secret_keys),
+        client.source(PROFILES, namespace=namespace, mapper=references.profile_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
+
+
+def _client_of(api_client: Any) -> Client:
+    """The process's one Client of ``api_client`` (shared informers); an
+    object that cannot key it (not weak-referenceable: a stand-in of a
+    wiring test) gets a Client of its own."""
+    try:
+        return as_client(api_client)
+    except TypeError:
+        return Client(api_client)
 
 
 def _inputs(host: BareMetalHost, ctx: HostContext) -> tuple[Any, ...]:

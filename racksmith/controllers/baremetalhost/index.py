@@ -1,73 +1,78 @@
 """Which hosts reference which Secrets and profiles, for the secondary watches.
 
-Owns an in-memory reverse index filled by the reconciler on every reconcile
-(credentials, user/network/meta data Secrets, ``spec.profile``) and the
+Owns two indexes of the shared BareMetalHost informer (``SECRET_INDEX``:
+the credentials and user/network/meta data Secrets a host names,
+``PROFILE_INDEX``: its ``spec.profile``; values ``namespace/name``) and the
 mappers the Secret and BareMetalHostProfile sources use to enqueue the
-hosts that reference a changed object. A host not yet reconciled is
-missing from the index, but the initial list of hosts reconciles it anyway.
+hosts that reference a changed object. The informer keeps the indexes in
+step with every host it sees, reconciled or not; the mappers read them
+synchronously (``Client.indexed``) and answer nothing until it has synced,
+when the initial list of hosts reconciles every host anyway.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from racksmith.kinds.metal import BareMetalHost
+from racksmith.runtime.client import Client
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import HOSTS
 
-_Ref = tuple[str, str]  # (namespace, name)
+SECRET_INDEX = "baremetalhost:secrets"
+PROFILE_INDEX = "baremetalhost:profile"
 
 
-class ReferenceIndex:
-    """Secret and profile → hosts (see the module docstring)."""
+def ref(namespace: str, name: str) -> str:
+    """The index value of the object ``namespace/name``."""
+    return f"{namespace}/{name}"
 
-    def __init__(self) -> None:
-        self._secrets = _Reverse()
-        self._profiles = _Reverse()
 
-    def record(self, key: ObjectKey, host: BareMetalHost) -> None:
-        spec = host.spec
-        secrets: set[_Ref] = set()
-        if spec.bmc is not None:
-            secrets.add((key.namespace, spec.bmc.credentials_name))
-        for ref in (spec.user_data, spec.network_data, spec.meta_data):
-            if ref is not None:
-                secrets.add((ref.namespace or key.namespace, ref.name))
-        self._secrets.set(key, secrets)
-        self._profiles.set(key, {(key.namespace, spec.profile)} if spec.profile else set())
+def secret_refs(obj: Mapping[str, Any]) -> list[str]:
+    """Index values of a host: the Secrets it references (BMC credentials in
+    its own namespace; user/network/meta data where their reference says)."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    spec = obj.get("spec") or {}
+    refs: set[str] = set()
+    bmc = spec.get("bmc")
+    if isinstance(bmc, Mapping) and bmc.get("credentialsName"):
+        refs.add(ref(namespace, str(bmc["credentialsName"])))
+    for field in ("userData", "networkData", "metaData"):
+        secret = spec.get(field)
+        if isinstance(secret, Mapping) and secret.get("name"):
+            refs.add(ref(str(secret.get("namespace") or namespace), str(secret["name"])))
+    return sorted(refs)
 
-    def forget(self, key: ObjectKey) -> None:
-        self._secrets.set(key, set())
-        self._profiles.set(key, set())
+
+def profile_refs(obj: Mapping[str, Any]) -> list[str]:
+    """Index values of a host: the BareMetalHostProfile it names, if any."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    profile = (obj.get("spec") or {}).get("profile")
+    return [ref(namespace, str(profile))] if profile else []
+
+
+class HostReferences:
+    """The indexes and mappers (see the module docstring) over ``client``'s
+    host informer for ``namespace`` (None: all namespaces)."""
+
+    def __init__(self, client: Client, namespace: str | None = None) -> None:
+        self.client = client
+        self.namespace = namespace or None
+        # The index goes on the informer the controller's host source runs
+        # and on the cluster-wide one, which answers lookups when it serves.
+        for scope in {None, self.namespace}:
+            client.add_index(HOSTS, SECRET_INDEX, secret_refs, namespace=scope)
+            client.add_index(HOSTS, PROFILE_INDEX, profile_refs, namespace=scope)
 
     def secret_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """Mapper for Secrets: the hosts that reference this one."""
-        return self._secrets.lookup(key_of(obj))
+        return self._hosts(SECRET_INDEX, obj)
 
     def profile_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """Mapper for BareMetalHostProfiles: the hosts that use this one."""
-        return self._profiles.lookup(key_of(obj))
+        return self._hosts(PROFILE_INDEX, obj)
 
-
-class _Reverse:
-    """host → references, and reference → hosts, kept in step."""
-
-    def __init__(self) -> None:
-        self._forward: dict[ObjectKey, set[_Ref]] = {}
-        self._reverse: dict[_Ref, set[ObjectKey]] = {}
-
-    def set(self, key: ObjectKey, refs: set[_Ref]) -> None:
-        for ref in self._forward.pop(key, set()) - refs:
-            hosts = self._reverse.get(ref)
-            if hosts is not None:
-                hosts.discard(key)
-                if not hosts:
-                    del self._reverse[ref]
-        if refs:
-            self._forward[key] = refs
-        for ref in refs:
-            self._reverse.setdefault(ref, set()).add(key)
-
-    def lookup(self, ref: ObjectKey) -> list[ObjectKey]:
-        found: Iterable[ObjectKey] = self._reverse.get((ref.namespace, ref.name), ())
-        return sorted(found)
+    def _hosts(self, index: str, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        key = key_of(obj)
+        found = self.client.indexed(HOSTS, index, ref(key.namespace, key.name), self.namespace)
+        return sorted(key_of(host) for host in found)

@@ -1,8 +1,10 @@
-"""Test doubles for the BareMetalHost handler tests: a scripted provisioner and
-a context builder."""
+"""Test doubles for the BareMetalHost handler tests: a scripted provisioner,
+a context builder and a list+watch stand-in for the host informer."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -156,3 +158,44 @@ def make_ctx(
         lookup = ProfileLookup(profile_name, profile, missing=profile is None)
     return HostContext(host=host, calls=calls, settings=settings, credentials=credentials,
                        profile=lookup, config_drive=ConfigDrive())
+
+
+class ListWatchApi:
+    """A stand-in ``ApiClient`` for a shared informer: a list answers
+    ``items`` (resourceVersion "1"), a watch streams what ``send`` queues
+    and stays open. Only ``call_api`` as the runtime's informer calls it."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+        self._events: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def send(self, event_type: str, obj: dict[str, Any]) -> None:
+        self._events.put_nowait(json.dumps({"type": event_type, "object": obj}).encode() + b"\n")
+
+    async def call_api(self, path: str, method: str, *, query_params: list[tuple[str, str]],
+                       **_: Any) -> _Response:
+        if ("watch", "true") in query_params:
+            return _Response(b"", self._events)
+        body = {"items": self.items, "metadata": {"resourceVersion": "1"}}
+        return _Response(json.dumps(body).encode(), None)
+
+
+class _Response:
+    def __init__(self, body: bytes, events: asyncio.Queue[bytes] | None) -> None:
+        self.status = 200
+        self._body = body
+        self.content = self
+        self._events = events
+
+    async def read(self) -> bytes:
+        return self._body
+
+    async def readany(self) -> bytes:
+        assert self._events is not None
+        return await self._events.get()
+
+    def release(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -3,7 +3,10 @@ call budget, and merging proposals."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -139,29 +142,46 @@ def test_merge_keeps_false_values_and_combines_lists() -> None:
     assert a.merged(Proposal()).powered_on is True
 
 
-def test_reference_index_maps_secrets_and_profiles_to_hosts() -> None:
-    from racksmith.controllers.baremetalhost.index import ReferenceIndex
-    from racksmith.kinds.metal import BareMetalHost
+async def test_reference_index_maps_secrets_and_profiles_to_hosts() -> None:
+    from racksmith.controllers.baremetalhost.index import HostReferences
+    from racksmith.runtime.client import Client
+    from racksmith.runtime.resources import HOSTS
+    from tests.unit.baremetalhost.doubles import ListWatchApi
 
-    def host(secret: str, profile: str | None) -> BareMetalHost:
-        return BareMetalHost.model_validate({"spec": {
-            "bmc": {"address": "ipmi://x", "credentialsName": secret},
-            "userData": {"name": "ud"}, "profile": profile}})
+    def host(name: str, secret: str, profile: str | None, rv: str = "1") -> dict[str, Any]:
+        return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv},
+                "spec": {"bmc": {"address": "ipmi://x", "credentialsName": secret},
+                         "userData": {"name": "ud"}, "profile": profile}}
 
-    index = ReferenceIndex()
+    api = ListWatchApi([host("a", "s1", "p"), host("b", "s1", None)])
+    client = Client(api)  # type: ignore[arg-type]  # a stand-in ApiClient
+    index = HostReferences(client)
+    informer = client.informer(HOSTS)
     a, b = ObjectKey("ns", "a"), ObjectKey("ns", "b")
-    index.record(a, host("s1", "p"))
-    index.record(b, host("s1", None))
     secret = {"metadata": {"namespace": "ns", "name": "s1"}}
-    assert index.secret_keys(secret) == [a, b]
-    assert index.secret_keys({"metadata": {"namespace": "ns", "name": "ud"}}) == [a, b]
-    assert index.secret_keys({"metadata": {"namespace": "other", "name": "s1"}}) == []
-    assert index.profile_keys({"metadata": {"namespace": "ns", "name": "p"}}) == [a]
-    index.record(a, host("s2", None))
-    assert index.secret_keys(secret) == [b]
-    assert index.profile_keys({"metadata": {"namespace": "ns", "name": "p"}}) == []
-    index.forget(b)
-    assert index.secret_keys(secret) == []
+    assert index.secret_keys(secret) == []  # no cache yet: nothing to answer from
+
+    async def until(check: Callable[[], bool]) -> None:
+        async with asyncio.timeout(5):
+            while not check():
+                await asyncio.sleep(0)
+
+    informer.acquire()
+    try:
+        await until(lambda: informer.has_synced)
+        assert index.secret_keys(secret) == [a, b]
+        assert index.secret_keys({"metadata": {"namespace": "ns", "name": "ud"}}) == [a, b]
+        assert index.secret_keys({"metadata": {"namespace": "other", "name": "s1"}}) == []
+        assert index.profile_keys({"metadata": {"namespace": "ns", "name": "p"}}) == [a]
+        api.send("MODIFIED", host("a", "s2", None, rv="2"))
+        await until(lambda: index.secret_keys(secret) == [b])
+        assert index.secret_keys(secret) == [b]
+        assert index.profile_keys({"metadata": {"namespace": "ns", "name": "p"}}) == []
+        api.send("DELETED", host("b", "s1", None, rv="3"))
+        await until(lambda: not index.secret_keys(secret))
+        assert index.secret_keys(secret) == []
+    finally:
+        await informer.release()
 
 
 def test_all_controllers_includes_the_host_controller_with_a_provisioner() -> None:
