@@ -91,14 +91,19 @@ class Informers:
             self._informers[key] = informer
         return informer
 
-    def serving(self, resource: Resource, namespace: str | None) -> SharedInformer | None:
-        """A running, synced informer whose store covers ``namespace`` (None: all)."""
+    def serving(self, resource: Resource, namespace: str | None,
+                index: str | None = None) -> SharedInformer | None:
+        """A running, synced informer whose store covers ``namespace`` (None:
+        all); with ``index``, one that has that index is preferred."""
+        found: SharedInformer | None = None
         for scope in (None, namespace or None):
             informer = self._informers.get((resource, scope))
             if informer is not None and informer.has_synced and informer.plain:
                 if scope is None or namespace:
-                    return informer
-        return None
+                    if index is None or informer.has_index(index):
+                        return informer
+                    found = found or informer
+        return found
 
     def all(self) -> list[SharedInformer]:
         return list(self._informers.values())
@@ -175,7 +180,7 @@ class Client:
         """Objects whose index ``index`` (added with ``add_index``) holds
         ``value``: from the cache when it serves, else a live list filtered
         by the same index function."""
-        informer = None if live else self.informers.serving(resource, namespace)
+        informer = None if live else self.informers.serving(resource, namespace, index)
         if informer is not None and informer.has_index(index):
             return [_copy(o) for o in informer.by_index(index, value, namespace)]
         func = self._index_func(resource, namespace, index)
@@ -186,7 +191,7 @@ class Client:
                 namespace: str | None = None) -> Objs:
         """``by_index`` from the cache only, synchronously, for mappers: the
         stored objects themselves (do not modify them); [] when no cache serves."""
-        informer = self.informers.serving(resource, namespace)
+        informer = self.informers.serving(resource, namespace, index)
         if informer is None or not informer.has_index(index):
             return []
         return informer.by_index(index, value, namespace)
@@ -323,10 +328,15 @@ _CLIENTS: weakref.WeakKeyDictionary[ApiClient, Client] = weakref.WeakKeyDictiona
 
 
 def as_client(api: ApiClient | Client) -> Client:
-    """``api`` itself when it is a Client, else the one Client of that ApiClient."""
+    """``api`` itself when it is a Client, else the one Client of that
+    ApiClient (an object that cannot be weakly referenced, e.g. a test's
+    stand-in, gets a Client of its own each time)."""
     if isinstance(api, Client):
         return api
-    client = _CLIENTS.get(api)
+    try:
+        client = _CLIENTS.get(api)
+    except TypeError:
+        return Client(api)
     if client is None:
         client = Client(api)
         _CLIENTS[api] = client

@@ -23,7 +23,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.runtime import Controller, Done, ObjectKey, Result
-from racksmith.runtime.client import Client
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.errors import AlreadyExists, Conflict, Invalid, TemporaryError
 from racksmith.runtime.informer import field_index, field_index_name, label_index, owner_uid_index
 from racksmith.runtime.resources import SECRETS, VOLUMES
@@ -200,6 +200,22 @@ async def test_by_index_from_the_cache_or_live(client: ApiClient, ns: str) -> No
         cached = await c.by_index(SECRETS, "role", "web", ns)
         assert [o["metadata"]["name"] for o in cached] == ["i2"]
         assert [o["metadata"]["name"] for o in c.indexed(SECRETS, "role", "db", ns)] == ["i1"]
+
+
+async def test_the_informer_with_the_index_serves_it(client: ApiClient, ns: str) -> None:
+    c = Client(client, field_manager="test")
+    await c.create(SECRETS, secret("p1", ns, role="db"))
+    c.add_index(SECRETS, "role", label_index("role"), namespace=ns)
+    # A cluster-wide informer without the index and a namespaced one with it:
+    # the namespaced one answers the indexed read.
+    async with consuming(c, c.source(SECRETS), c.source(SECRETS, namespace=ns)):
+        assert [o["metadata"]["name"] for o in c.indexed(SECRETS, "role", "db", ns)] == ["p1"]
+
+
+async def test_as_client_of_an_object_that_cannot_be_weakly_referenced() -> None:
+    stand_in = object()
+    assert as_client(stand_in).api_client is stand_in  # type: ignore[arg-type]
+    assert as_client(as_client(stand_in)) is not None
 
 
 async def test_the_guide_example_reconciles(client: ApiClient) -> None:

@@ -67,7 +67,7 @@ from racksmith.kinds.metal import BareMetalHost
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdentity, Provisioner
 from racksmith.redact import register_secret
-from racksmith.runtime.client import Client, as_client
+from racksmith.runtime.client import as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
@@ -106,7 +106,7 @@ class BareMetalHostReconciler:
         self.settings = settings or BareMetalHostSettings()
         self.metrics = metrics or BareMetalHostMetrics()
         self.provisioner = provisioner
-        self.client = _client_of(api_client).with_field_manager(FIELD_MANAGER)
+        self.client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.references = HostReferences(self.client, namespace)
         self.budget = CallBudget(self.clock, self.settings.calls_per_minute)
         self._backend_backoff: Backoff[ObjectKey] = Backoff(
@@ -331,16 +331,6 @@ def baremetalhost_controller(
         client.source(PROFILES, namespace=namespace, mapper=references.profile_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
-
-
-def _client_of(api_client: Any) -> Client:
-    """The process's one Client of ``api_client`` (shared informers); an
-    object that cannot key it (not weak-referenceable: a stand-in of a
-    wiring test) gets a Client of its own."""
-    try:
-        return as_client(api_client)
-    except TypeError:
-        return Client(api_client)
 
 
 def _inputs(host: BareMetalHost, ctx: HostContext) -> tuple[Any, ...]:
