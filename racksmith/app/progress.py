@@ -3,7 +3,8 @@
 Owns: turning the Clusters and Machines the API holds into one line per
 cluster whenever it changes (``cluster default/demo: 2/6 Ready — Provisioning
 3, Deploying 1``), and a final line when a cluster becomes Ready. Reads
-through the Kubernetes client like any other client; never writes.
+live through the runtime ``Client`` (a poll, not a cache: it runs beside the
+controllers and must not hold a second copy of every Machine); never writes.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes_asyncio.client import CustomObjectsApi
-from kubernetes_asyncio.client.exceptions import ApiException
-
-GROUP, VERSION = "cluster.racksmith.io", "v1alpha1"
+from racksmith.runtime.client import as_client
+from racksmith.runtime.errors import ApiError
+from racksmith.runtime.resources import CLUSTERS, MACHINES
 
 
 def summarize(clusters: list[dict[str, Any]], machines: list[dict[str, Any]]) -> dict[str, str]:
@@ -43,17 +43,16 @@ def summarize(clusters: list[dict[str, Any]], machines: list[dict[str, Any]]) ->
 async def follow_clusters(api_client: Any, emit: Callable[[str], None],
                           interval: float = 3.0) -> None:
     """Emit a cluster's line each time it changes, until cancelled."""
-    custom = CustomObjectsApi(api_client)
+    client = as_client(api_client)
     shown: dict[str, str] = {}
     while True:
         try:
-            clusters = await custom.list_cluster_custom_object(GROUP, VERSION, "clusters")
-            machines = await custom.list_cluster_custom_object(GROUP, VERSION, "machines")
-        except ApiException:
+            clusters = await client.list(CLUSTERS, live=True)
+            machines = await client.list(MACHINES, live=True)
+        except ApiError:
             await asyncio.sleep(interval)
             continue
-        for key, line in summarize(clusters.get("items") or [],
-                                   machines.get("items") or []).items():
+        for key, line in summarize(clusters, machines).items():
             if shown.get(key) != line:
                 shown[key] = line
                 emit(line)

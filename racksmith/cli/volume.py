@@ -4,7 +4,8 @@ Owns: ``racksmith volume delete NAME``, which refuses — with the reason —
 to delete a Volume whose PersistentVolume is Bound
 (:func:`racksmith.planners.volumes.deletion_blocker`), where ``kubectl
 delete`` would leave it Terminating until the claim goes. Talks to the API
-through the kubeconfig like any client.
+through the kubeconfig with the runtime ``Client`` (live reads: a command
+has no cache).
 """
 
 from __future__ import annotations
@@ -12,36 +13,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from racksmith.planners.volumes import deletion_blocker
+from racksmith.runtime.client import Client
+from racksmith.runtime.errors import ApiError
 from racksmith.runtime.kubeclient import api_client
-
-GROUP, VERSION, PLURAL = "storage.racksmith.io", "v1alpha1", "volumes"
+from racksmith.runtime.resources import PVS, VOLUMES
 
 
 async def delete_volume(name: str, kubeconfig: Path | None) -> tuple[int, str]:
     """(exit code, message): 0 deleted, 1 refused or failed."""
     client = await api_client(kubeconfig)
     try:
-        custom, core = CustomObjectsApi(client), CoreV1Api(client)
-        try:
-            await custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return 1, f"volume {name} not found"
-            raise
-        pv: Any = None
-        try:
-            pv = client.sanitize_for_serialization(await core.read_persistent_volume(name))
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        api = Client(client, field_manager="racksmith-cli")
+        if await api.get(VOLUMES, None, name, live=True) is None:
+            return 1, f"volume {name} not found"
+        pv: Any = await api.get(PVS, None, name, live=True)
         reason = deletion_blocker(name, pv)
         if reason is not None:
             return 1, f"refused: {reason}"
-        await custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+        if not await api.delete(VOLUMES, None, name):
+            return 1, f"volume {name} not found"
         return 0, f"volume {name} deleted (the device is released in the background)"
+    except ApiError as exc:
+        return 1, f"volume {name}: {exc}"
     finally:
         await client.close()

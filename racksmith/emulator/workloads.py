@@ -40,14 +40,13 @@ as :class:`WorkloadTimings` says.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client import CoreV1Api, CustomObjectsApi, PolicyV1Api
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.emulator.workloads_plan import (
     APP,
@@ -69,9 +68,22 @@ from racksmith.emulator.workloads_plan import (
     lock_name,
     plan,
 )
+from racksmith.runtime.client import as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.resources import (
+    CLUSTER_LOCKS,
+    CMRS,
+    CONFIG_MAPS,
+    NAMESPACES,
+    NMRS,
+    NODE_LOCKS,
+    NODES,
+    PDBS,
+    PODS,
+)
 from racksmith.runtime.result import RequeueAfter, Result
 from racksmith.runtime.source import KubeSource, Resource
 
@@ -82,16 +94,6 @@ FIELD_MANAGER = "racksmith-reference-workloads"
 GROUP, VERSION = "lcm.racksmith.io", "v1alpha1"
 KEY = ObjectKey(NAMESPACE, CONTROLLER_NAME)
 IMAGE = "registry.racksmith.io/reference-workload:1.0"
-
-_NODE_LOCKS = Resource(GROUP, VERSION, "nodeworkloadlocks")
-_CLUSTER_LOCKS = Resource(GROUP, VERSION, "clusterworkloadlocks")
-_NMRS = Resource(GROUP, VERSION, "nodemaintenancerequests")
-_CMRS = Resource(GROUP, VERSION, "clustermaintenancerequests")
-_NODES = Resource("", "v1", "nodes")
-_PODS = Resource("", "v1", "pods")
-_CONFIG_MAPS = Resource("", "v1", "configmaps")
-
-
 
 @dataclass(frozen=True)
 class WorkloadTimings:
@@ -157,64 +159,40 @@ def request_view(obj: Mapping[str, Any]) -> RequestView:
 
 
 class _Kube:
-    """Every API call of the controller (raw dicts; 404 on delete is fine)."""
+    """Every API call of the controller, through the runtime ``Client`` (raw
+    dicts; a create that finds the name taken and a delete that finds the
+    object gone are done)."""
 
     def __init__(self, api_client: Any) -> None:
-        self.client = api_client
-        self.core = CoreV1Api(api_client)
-        self.policy = PolicyV1Api(api_client)
-        self.custom = CustomObjectsApi(api_client)
+        self.client = as_client(api_client).with_field_manager(FIELD_MANAGER)
 
-    def plain(self, obj: Any) -> dict[str, Any]:
-        out: dict[str, Any] = obj if isinstance(obj, dict) else \
-            self.client.sanitize_for_serialization(obj)
-        return out
-
-    async def items(self, call: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        out = self.plain(await call(*args, **kwargs))
-        return [i for i in out.get("items") or [] if isinstance(i, dict)]
-
-    async def custom_items(self, plural: str) -> list[dict[str, Any]]:
-        return await self.items(self.custom.list_cluster_custom_object, GROUP, VERSION, plural)
-
-    async def create(self, call: Any, *args: Any) -> None:
-        try:
-            await call(*args, field_manager=FIELD_MANAGER)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+    async def create(self, resource: Resource, body: Mapping[str, Any]) -> None:
+        with contextlib.suppress(AlreadyExists):
+            await self.client.create(resource, body)
 
     async def ensure_basics(self) -> Config:
-        """The namespace, the ConfigMap (defaults) and the PDB; the config."""
-        body: Any = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
-        try:
-            await self.core.read_namespace(NAMESPACE)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            await self.create(self.core.create_namespace, body)
-        try:
-            data = self.plain(await self.core.read_namespaced_config_map(CONFIG_MAP, NAMESPACE))
+        """The namespace, the ConfigMap (defaults) and the PDB; the config.
+        Live reads: the namespace and the PDB are not watched, and a
+        ConfigMap created a moment ago must not be created twice."""
+        client = self.client
+        if await client.get(NAMESPACES, None, NAMESPACE, live=True) is None:
+            await self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": NAMESPACE}})
+        data = await client.get(CONFIG_MAPS, NAMESPACE, CONFIG_MAP)
+        if data is not None:
             config = Config.from_data(_map(data.get("data")))
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        else:
             config = Config()
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
-                    "data": config.as_data()}
-            await self.create(self.core.create_namespaced_config_map, NAMESPACE, body)
-        try:
-            await self.policy.read_namespaced_pod_disruption_budget(PDB_NAME, NAMESPACE)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            body = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                    "metadata": {"name": PDB_NAME, "namespace": NAMESPACE},
-                    "spec": {"maxUnavailable": 1,
-                             "selector": {"matchLabels": {APP_LABEL: APP}}}}
-            await self.create(self.policy.create_namespaced_pod_disruption_budget,
-                              NAMESPACE, body)
+            await self.create(CONFIG_MAPS, {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
+                "data": config.as_data()})
+        if await client.get(PDBS, NAMESPACE, PDB_NAME, live=True) is None:
+            await self.create(PDBS, {
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": PDB_NAME, "namespace": NAMESPACE},
+                "spec": {"maxUnavailable": 1,
+                         "selector": {"matchLabels": {APP_LABEL: APP}}}})
         return config
 
 
@@ -232,25 +210,22 @@ class ReferenceWorkloads:
                                         dict[str, Any] | None]:
         """The world, the raw node locks by node, and the raw cluster lock."""
         kube = self.kube
+        client = kube.client
         config = await kube.ensure_basics()
-        nodes = [node_view(n, config.zone_key) for n in await kube.items(kube.core.list_node)]
-        requests = tuple(request_view(r) for r in await kube.custom_items(_NMRS.plural))
-        cmrs = sorted((request_view(r) for r in await kube.custom_items(_CMRS.plural)),
+        nodes = [node_view(n, config.zone_key) for n in await client.list(NODES)]
+        requests = tuple(request_view(r) for r in await client.list(NMRS))
+        cmrs = sorted((request_view(r) for r in await client.list(CMRS)),
                       key=lambda r: (r.created, r.name))
         raw_locks: dict[str, dict[str, Any]] = {}
-        for lock in await kube.custom_items(_NODE_LOCKS.plural):
+        # Live: the locks and pods this controller creates are read back at
+        # once (a pod's name is generated: a stale read would make a second).
+        for lock in await client.list(NODE_LOCKS, live=True,
+                                      fields={"spec.controllerName": CONTROLLER_NAME}):
             spec, name = _map(lock.get("spec")), str(_map(lock.get("metadata")).get("name"))
             if spec.get("controllerName") == CONTROLLER_NAME and name.startswith(LOCK_PREFIX):
                 raw_locks[str(spec.get("nodeName"))] = lock
-        cluster_lock: dict[str, Any] | None = None
-        try:
-            cluster_lock = kube.plain(await kube.custom.get_cluster_custom_object(
-                GROUP, VERSION, _CLUSTER_LOCKS.plural, CONTROLLER_NAME))
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-        pods = [v for p in await kube.items(kube.core.list_namespaced_pod, NAMESPACE,
-                                             label_selector=INSTANCE_LABEL)
+        cluster_lock = await client.get(CLUSTER_LOCKS, None, CONTROLLER_NAME, live=True)
+        pods = [v for p in await client.list(PODS, NAMESPACE, labels=INSTANCE_LABEL, live=True)
                 if (v := pod_view(p)) is not None]
         world = World(config, tuple(nodes), requests, cmrs[0] if cmrs else None,
                       {n: LockStatus.from_status(_map(raw.get("status")))
@@ -272,58 +247,47 @@ class ReferenceWorkloads:
             body: Any = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeWorkloadLock",
                          "metadata": {"name": lock_name(node)},
                          "spec": {"controllerName": CONTROLLER_NAME, "nodeName": node}}
-            await kube.create(kube.custom.create_cluster_custom_object, GROUP, VERSION,
-                              _NODE_LOCKS.plural, body)
+            await kube.create(NODE_LOCKS, body)
             log.info("node lock created", lock=lock_name(node))
         for pod in acts.create_pods:
             await self._create_pod(pod)
         for name in acts.delete_pods:
-            try:
-                await kube.core.delete_namespaced_pod(name, NAMESPACE)
+            if await kube.client.delete(PODS, NAMESPACE, name):
                 log.info("instance pod deleted", pod=name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
         for node, status in sorted(acts.lock_status.items()):
-            await self._write_status(_NODE_LOCKS.plural, lock_name(node), status,
+            await self._write_status(NODE_LOCKS, lock_name(node), status,
                                      LockStatus.from_status(
                                          _map(_map(raw_locks.get(node)).get("status"))))
         for node in acts.delete_locks:
-            try:
-                await kube.custom.delete_cluster_custom_object(
-                    GROUP, VERSION, _NODE_LOCKS.plural, str(
-                        _map(raw_locks[node].get("metadata")).get("name")))
+            if await kube.client.delete(NODE_LOCKS, None, str(
+                    _map(raw_locks[node].get("metadata")).get("name"))):
                 log.info("node lock deleted (node gone)", node=node)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
 
     async def _cluster_lock(self, want: LockStatus, raw: dict[str, Any] | None) -> None:
         if raw is None:
             body: Any = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ClusterWorkloadLock",
                          "metadata": {"name": CONTROLLER_NAME},
                          "spec": {"controllerName": CONTROLLER_NAME}}
-            await self.kube.create(self.kube.custom.create_cluster_custom_object, GROUP,
-                                   VERSION, _CLUSTER_LOCKS.plural, body)
+            await self.kube.create(CLUSTER_LOCKS, body)
             self.log.info("cluster lock created", lock=CONTROLLER_NAME)
         have = LockStatus.from_status(_map(_map(raw).get("status"))) if raw else None
         if have != want or raw is None or not _map(raw).get("status"):
-            await self._write_status(_CLUSTER_LOCKS.plural, CONTROLLER_NAME, want, have)
+            await self._write_status(CLUSTER_LOCKS, CONTROLLER_NAME, want, have)
 
-    async def _write_status(self, plural: str, name: str, want: LockStatus,
+    async def _write_status(self, resource: Resource, name: str, want: LockStatus,
                             have: LockStatus | None) -> None:
-        """Replace the lock's status (status subresource) with ``want``."""
-        custom = self.kube.custom
+        """Replace the lock's status (status subresource) with ``want``: a
+        lock gone is left alone; a lost race (Conflict) is requeued by the
+        runtime and the next reconcile decides again."""
+        client = self.kube.client
+        obj = await client.get(resource, None, name, live=True)
+        if obj is None:
+            return
+        obj["status"] = want.as_status()
         try:
-            obj = self.kube.plain(await custom.get_cluster_custom_object(
-                GROUP, VERSION, plural, name))
-            obj["status"] = want.as_status()
-            await custom.replace_cluster_custom_object_status(
-                GROUP, VERSION, plural, name, obj, field_manager=FIELD_MANAGER)
-        except ApiException as exc:
-            if exc.status in (404, 409):  # gone or raced: the next reconcile decides again
-                return
-            raise
+            await client.update_status(resource, obj)
+        except NotFound:
+            return
         if have is None or have.state != want.state:
             self.log.info("lock state", lock=name, old=have.state if have else None,
                           new=want.state, error=want.error_message, release=want.release)
@@ -343,7 +307,7 @@ class ReferenceWorkloads:
                      "terminationGracePeriodSeconds": 5,
                      "containers": [{"name": "instance", "image": IMAGE}]},
         }
-        await self.kube.create(self.kube.core.create_namespaced_pod, NAMESPACE, body)
+        await self.kube.create(PODS, body)
         self.log.info("instance pod created", pod=name, instance=pod.instance, node=pod.node,
                       migrated_from=pod.migrated_from)
 
@@ -364,16 +328,19 @@ def reference_workloads_controller(api_client: Any, *, workers: int = 1,
     by two workers at once. ``timings``: how often it looks again without
     events (None: the defaults)."""
     clock = clock if clock is not None else SystemClock()
+    client = as_client(api_client)
 
-    def source(resource: Resource, **kwargs: Any) -> KubeSource:
-        return KubeSource(api_client, resource, clock=clock, mapper=_service_key, **kwargs)
+    def selected(resource: Resource, **kwargs: Any) -> KubeSource:
+        return KubeSource(client.api_client, resource, clock=clock, mapper=_service_key,
+                          **kwargs)
 
-    sources = [
-        source(_NODES), source(_NMRS), source(_CMRS),
-        source(_NODE_LOCKS, field_selector=f"spec.controllerName={CONTROLLER_NAME}"),
-        source(_CLUSTER_LOCKS),
-        source(_PODS, namespace=NAMESPACE, label_selector=INSTANCE_LABEL),
-        source(_CONFIG_MAPS, namespace=NAMESPACE),
+    sources: list[Any] = [
+        client.source(NODES, mapper=_service_key), client.source(NMRS, mapper=_service_key),
+        client.source(CMRS, mapper=_service_key),
+        selected(NODE_LOCKS, field_selector=f"spec.controllerName={CONTROLLER_NAME}"),
+        client.source(CLUSTER_LOCKS, mapper=_service_key),
+        selected(PODS, namespace=NAMESPACE, label_selector=INSTANCE_LABEL),
+        client.source(CONFIG_MAPS, namespace=NAMESPACE, mapper=_service_key),
     ]
     return Controller("reference-workloads", sources,
                       ReferenceWorkloads(api_client, logger=logger, timings=timings),

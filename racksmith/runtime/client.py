@@ -60,6 +60,7 @@ from racksmith.runtime.informer import (
 )
 from racksmith.runtime.keys import Mapper, ObjectKey, self_keys
 from racksmith.runtime.resource import Resource
+from racksmith.runtime.resources import PODS
 
 Obj = dict[str, Any]
 Objs = list[Obj]
@@ -70,7 +71,6 @@ _PATCH_CONTENT: Mapping[str, str] = {
     "json": "application/json-patch+json",
     "strategic": "application/strategic-merge-patch+json",
 }
-PODS = Resource("", "v1", "pods")
 _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10.0, sock_connect=10.0, sock_read=60.0)
 
 

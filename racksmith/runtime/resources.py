@@ -58,12 +58,17 @@ SECRETS = Resource("", "v1", "secrets")
 PVS = Resource("", "v1", "persistentvolumes")
 PVCS = Resource("", "v1", "persistentvolumeclaims")
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
+PODS = Resource("", "v1", "pods")
+CONFIG_MAPS = Resource("", "v1", "configmaps")
+NAMESPACES = Resource("", "v1", "namespaces")
+PDBS = Resource("policy", "v1", "poddisruptionbudgets")
 
 __all__ = [
     "AUTOPAUSES",
     "CLUSTERS",
     "CLUSTER_LOCKS",
     "CMRS",
+    "CONFIG_MAPS",
     "HOSTS",
     "INVENTORIES",
     "IPADDRS",
@@ -71,10 +76,13 @@ __all__ = [
     "L2TEMPLATES",
     "LCMMACHINES",
     "MACHINES",
+    "NAMESPACES",
     "NMRS",
     "NODES",
     "NODE_LOCKS",
+    "PDBS",
     "PLANS",
+    "PODS",
     "PROFILES",
     "PVCS",
     "PVS",
