@@ -24,12 +24,7 @@ from typing import Any
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.controllers.baremetalhost.inventory import upsert_inventory
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
-from racksmith.controllers.baremetalhost.proposal import (
-    ConditionSpec,
-    EventSpec,
-    EventType,
-    Proposal,
-)
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.states import transition
 from racksmith.controllers.baremetalhost.status import (
@@ -43,6 +38,7 @@ from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.metal import BareMetalHostStatus
 from racksmith.runtime.client import Client
 from racksmith.runtime.clock import Clock
+from racksmith.runtime.conditions import ConditionSpec, EventSpec, EventType
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.resources import HOSTS

@@ -57,7 +57,7 @@ from racksmith.controllers.baremetalhost.context import (
 from racksmith.controllers.baremetalhost.handlers import decide
 from racksmith.controllers.baremetalhost.index import HostReferences
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
-from racksmith.controllers.baremetalhost.proposal import ConditionSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.status import BACKEND_REACHABLE
 from racksmith.kinds import hostannotations as ann
@@ -69,6 +69,7 @@ from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdenti
 from racksmith.redact import register_secret
 from racksmith.runtime.client import as_client
 from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.conditions import ConditionSpec
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey

@@ -30,9 +30,10 @@ from racksmith.controllers.baremetalhost.handlers_teardown import (
     handle_deprovisioning,
     handle_powering_off,
 )
-from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.kinds.metal import OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
+from racksmith.runtime.conditions import EventSpec
 
 Handler = Callable[[HostContext], Awaitable[Proposal]]
 

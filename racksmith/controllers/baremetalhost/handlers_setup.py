@@ -8,13 +8,14 @@ Each looks at the host and the provisioner's answers and returns a
 from __future__ import annotations
 
 from racksmith.controllers.baremetalhost.context import HostContext
-from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.provisioning import hardware_summary
 from racksmith.controllers.baremetalhost.states import DELETION_TARGET
 from racksmith.controllers.baremetalhost.steps import ensure_registered, failed, waiting
 from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.metal import ErrorType, OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
+from racksmith.runtime.conditions import EventSpec
 
 
 def deletion(ctx: HostContext) -> Proposal:

@@ -11,11 +11,12 @@ handled by the reconciler (condition ``BackendReachable``). Dispatched by
 from __future__ import annotations
 
 from racksmith.controllers.baremetalhost.context import HostContext
-from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.steps import ensure_registered, failed, waiting
 from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.metal import AutomatedCleaningMode, ErrorType
 from racksmith.kinds.metal import ProvisioningState as S
+from racksmith.runtime.conditions import EventSpec
 
 
 def _give_up(ctx: HostContext, proposal: Proposal, nxt: S, what: str, reason: str

@@ -1,15 +1,15 @@
 """What a state handler proposes: the next state and the status changes.
 
 Owns the ``Proposal`` record (plain data) handlers return and the committer
-applies; handlers never write anything themselves.
+applies; handlers never write anything themselves. Conditions and Events
+are the runtime's ``ConditionSpec`` and ``EventSpec``.
 """
 
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any
 
-from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hardware import HardwareDetails
 from racksmith.kinds.metal import (
     CredentialsStatus,
@@ -18,27 +18,7 @@ from racksmith.kinds.metal import (
     OperationalStatus,
     ProvisioningState,
 )
-
-EventType = Literal["Normal", "Warning"]
-
-
-@dataclass(frozen=True)
-class EventSpec:
-    """A core v1 Event to emit about the host (never with secrets in it)."""
-
-    type: EventType
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
-class ConditionSpec:
-    """A condition to set on the host."""
-
-    type: str
-    status: ConditionStatus
-    reason: str
-    message: str
+from racksmith.runtime.conditions import ConditionSpec, EventSpec
 
 
 @dataclass

@@ -12,12 +12,12 @@ import json
 from typing import Any
 
 from racksmith.controllers.baremetalhost.context import HostContext
-from racksmith.controllers.baremetalhost.proposal import ConditionSpec
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hardware import CPU, NIC, HardwareDetails
 from racksmith.kinds.metal import Image
 from racksmith.planners.disklayout import FitError, RenderedLayout, render_layout
 from racksmith.provisioner.base import ImageSpec, ProvisionRequest
+from racksmith.runtime.conditions import ConditionSpec
 
 PROFILE_VALID = "ProfileValid"
 LAYOUT_META_KEY = "racksmith_disk_layout"

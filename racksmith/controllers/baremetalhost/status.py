@@ -2,7 +2,8 @@
 
 Owns how a ``Proposal`` changes ``BareMetalHostStatus`` (state via the
 table, operation history, error count, credentials, conditions, derived
-operational status), the condition helper and the error back-off. Pure: the
+operational status; conditions through ``runtime.conditions``) and the
+error back-off. Pure: the
 caller passes the time. Called by ``committer`` and by unit tests.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from racksmith.controllers.baremetalhost.proposal import ConditionSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.states import OPERATION_OF, transition
 from racksmith.kinds.common import Condition
@@ -23,33 +24,11 @@ from racksmith.kinds.metal import (
     ProvisioningState,
     ProvisionStatus,
 )
+from racksmith.runtime.conditions import set_condition
 
 BACKEND_REACHABLE = "BackendReachable"
 _HISTORY_FIELD = {"register": "register_", "inspect": "inspect", "provision": "provision",
                   "deprovision": "deprovision"}
-
-
-def set_condition(
-    conditions: list[Condition], spec: ConditionSpec, now: datetime, generation: int | None
-) -> list[Condition]:
-    """``conditions`` with ``spec`` set; the transition time moves only when the
-    status does."""
-    out: list[Condition] = []
-    found = False
-    for cond in conditions:
-        if cond.type != spec.type:
-            out.append(cond)
-            continue
-        found = True
-        since = cond.last_transition_time if cond.status == spec.status else now
-        out.append(Condition(type=spec.type, status=spec.status, reason=spec.reason,
-                             message=spec.message, last_transition_time=since,
-                             observed_generation=generation))
-    if not found:
-        out.append(Condition(type=spec.type, status=spec.status, reason=spec.reason,
-                             message=spec.message, last_transition_time=now,
-                             observed_generation=generation))
-    return out
 
 
 def condition(status: BareMetalHostStatus | None, kind: str) -> Condition | None:

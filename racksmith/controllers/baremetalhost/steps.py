@@ -10,11 +10,12 @@ settled hosts (``spec.online`` and the reboot annotation). Called by the
 from __future__ import annotations
 
 from racksmith.controllers.baremetalhost.context import HostContext
-from racksmith.controllers.baremetalhost.proposal import EventSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import SecretReference
 from racksmith.kinds.metal import CredentialsStatus, ErrorType
 from racksmith.provisioner.base import Result
+from racksmith.runtime.conditions import EventSpec
 
 
 def failed(ctx: HostContext, result: Result, default: ErrorType) -> Proposal:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from racksmith.controllers.baremetalhost.calls import BudgetExhausted, CallBudget
-from racksmith.controllers.baremetalhost.proposal import ConditionSpec, EventSpec, Proposal
+from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.states import IllegalTransition
 from racksmith.controllers.baremetalhost.status import apply_proposal, error_delay
@@ -23,6 +23,7 @@ from racksmith.kinds.metal import (
     ProvisioningState,
 )
 from racksmith.runtime import FakeClock, ObjectKey
+from racksmith.runtime.conditions import ConditionSpec, EventSpec
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
