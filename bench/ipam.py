@@ -99,10 +99,10 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
         async def claimer(i: int, client: ApiClient, count: int) -> list[str]:
             nonlocal conflicts
             hint = TakenHint(spread=random.Random(i).random if spread else None)
-            custom, got = CustomObjectsApi(client), []
+            got: list[str] = []
             for _ in range(count):
                 t0 = time.perf_counter()
-                out = await claim_address(custom, subnet, OWNER, hint=hint)
+                out = await claim_address(client, subnet, OWNER, hint=hint)
                 latencies.append(time.perf_counter() - t0)
                 if not isinstance(out, Claimed):
                     failures.append(out.message)
@@ -119,7 +119,7 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
         seconds = time.perf_counter() - start
         cpu, client_cpu = server.cpu_seconds() - cpu0, time.process_time() - client0
         addresses = [a for r in results for a in r]
-        stored = await list_ipaddrs(api, NS, subnet=subnet_name)
+        stored = await list_ipaddrs(admin, NS, subnet=subnet_name)
         await reconciler.reconcile(key)
         after = await api.get_namespaced_custom_object(GROUP, VERSION, NS, "subnets",
                                                        subnet_name)

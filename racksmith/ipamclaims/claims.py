@@ -21,17 +21,21 @@ exhausted one (after re-reading what is taken, since others may have
 released addresses meanwhile).
 
 A claim is not idempotent: a caller that must not claim twice for the same
-purpose looks its addresses up first (:func:`list_ipaddrs` by owner).
+purpose looks its addresses up first (:func:`list_ipaddrs` by owner, a live
+read: the cache may not show a claim made a moment ago).
+
+Every call talks through the runtime's :class:`~racksmith.runtime.client.Client`
+(given one, or the Client of the given ``ApiClient``), writing as IPAM's
+field manager. What is taken is first read from the shared IPaddr cache when
+one serves (a hint only: the create decides); the re-read before an
+Exhausted answer is live, so an address released a moment ago is found.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from kubernetes_asyncio.client import CustomObjectsApi, V1DeleteOptions, V1Preconditions
-from kubernetes_asyncio.client.exceptions import ApiException
+from typing import TYPE_CHECKING, Any
 
 from racksmith.ipam.allocator import free_values
 from racksmith.ipam.ranges import InvalidSubnet, Pool, parse_pool
@@ -50,7 +54,12 @@ from racksmith.ipamclaims.names import (
 )
 from racksmith.kinds.common import ConditionStatus, ObjectReference
 from racksmith.kinds.ipam import IPaddr, Subnet
+from racksmith.runtime.client import Client, as_client
+from racksmith.runtime.errors import AlreadyExists, Conflict
 from racksmith.runtime.resources import IPADDRS
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 _REFUSING = (REASON_INVALID, REASON_OVERLAPPING)
 
@@ -105,7 +114,7 @@ class TakenHint:
 
 
 async def claim_address(
-    api: CustomObjectsApi,
+    api: ApiClient | Client,
     subnet: Subnet | Mapping[str, Any],
     owner: ObjectReference,
     *,
@@ -119,8 +128,9 @@ async def claim_address(
     and in the subnet's namespace it is also a metadata owner reference, so
     the address is released when the owner is deleted. ``labels`` are added
     to the IPaddr's labels (e.g. which interface of the owner it is for), so
-    the claimer can find its claim again after a crash. Raises ApiException
-    only for unexpected API errors; every expected outcome is a result.
+    the claimer can find its claim again after a crash. Raises
+    :class:`~racksmith.runtime.errors.ApiError` only for unexpected API
+    errors; every expected outcome is a result.
     """
     model = subnet if isinstance(subnet, Subnet) else Subnet.model_validate(subnet)
     refusal = refusal_of(model)
@@ -132,15 +142,19 @@ async def claim_address(
         return NotClaimed(REASON_INVALID, f"subnet {model.metadata.name}: {exc}")
     namespace = model.metadata.namespace or "default"
     name = model.metadata.name or ""
+    client = _client(api)
     hint = hint if hint is not None else TakenHint()
     conflicts = 0
     for attempt in range(2):
         if not hint.loaded or attempt:
-            await _load(api, namespace, name, pool, hint)
+            # The first load may come from the cache (a stale hint costs a
+            # 409, never a duplicate); the one before answering Exhausted is
+            # live, since the cache may still hold an address just released.
+            await _load(client, namespace, name, pool, hint, live=attempt > 0)
         for value in _candidates(pool, hint):
             address = pool.address(value)
             body = ipaddr_body(model, pool, address, owner, mac, labels)
-            created = await _create(api, namespace, body)
+            created = await _create(client, namespace, body)
             # Candidates skip only addresses known taken, so (without spread)
             # everything below this one is taken now too.
             hint.used.add(value)
@@ -152,7 +166,7 @@ async def claim_address(
                                         "addresses are allocated")
 
 
-async def release(api: CustomObjectsApi, ipaddr: Mapping[str, Any]) -> bool:
+async def release(api: ApiClient | Client, ipaddr: Mapping[str, Any]) -> bool:
     """Delete ``ipaddr`` (an IPaddr object): its address returns to the pool.
 
     Guarded by the object's uid, so an address re-claimed by someone else
@@ -161,40 +175,30 @@ async def release(api: CustomObjectsApi, ipaddr: Mapping[str, Any]) -> bool:
     """
     meta = ipaddr.get("metadata") or {}
     uid = meta.get("uid")
-    body = V1DeleteOptions(preconditions=V1Preconditions(uid=uid) if uid else None)
     try:
-        await api.delete_namespaced_custom_object(
-            IPADDRS.group, IPADDRS.version, meta.get("namespace") or "default", IPADDRS.plural,
-            meta["name"], body=body)
-    except ApiException as exc:
-        if exc.status in (404, 409):
-            return False
-        raise
-    return True
+        return await _client(api).delete(IPADDRS, meta.get("namespace") or "default",
+                                         str(meta["name"]), uid=str(uid) if uid else None)
+    except Conflict:
+        # The uid precondition failed: the name was re-claimed by someone
+        # else. A definite answer ("not ours"), not a stale read to retry.
+        return False
 
 
 async def list_ipaddrs(
-    api: CustomObjectsApi, namespace: str, *, subnet: str | None = None,
-    owner_name: str | None = None, page_size: int = 1000,
+    api: ApiClient | Client, namespace: str, *, subnet: str | None = None,
+    owner_name: str | None = None, live: bool = True,
 ) -> list[dict[str, Any]]:
-    """The IPaddrs of ``namespace``, filtered by subnet and/or owner name labels."""
-    selector = []
+    """The IPaddrs of ``namespace``, filtered by subnet and/or owner name labels.
+
+    Live by default: a caller checking what it holds before claiming must
+    see its own claims of a moment ago, which the cache may not show yet.
+    ``live=False`` reads the shared IPaddr cache when one serves."""
+    labels: dict[str, str] = {}
     if subnet is not None:
-        selector.append(f"{SUBNET_LABEL}={subnet}")
+        labels[SUBNET_LABEL] = subnet
     if owner_name is not None:
-        selector.append(f"{OWNER_NAME_LABEL}={owner_name}")
-    items: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"label_selector": ",".join(selector), "limit": page_size}
-        if token:
-            kwargs["_continue"] = token
-        out = await api.list_namespaced_custom_object(
-            IPADDRS.group, IPADDRS.version, namespace, IPADDRS.plural, **kwargs)
-        items.extend(out.get("items") or [])
-        token = (out.get("metadata") or {}).get("continue")
-        if not token:
-            return items
+        labels[OWNER_NAME_LABEL] = owner_name
+    return await _client(api).list(IPADDRS, namespace, labels=labels, live=live)
 
 
 def refusal_of(subnet: Subnet) -> NotClaimed | None:
@@ -248,23 +252,23 @@ def ipaddr_body(subnet: Subnet, pool: Pool, address: str, owner: ObjectReference
             "metadata": metadata, "spec": spec}
 
 
-async def _create(api: CustomObjectsApi, namespace: str, body: dict[str, Any]
+def _client(api: ApiClient | Client) -> Client:
+    """The Client of ``api``, writing as IPAM's field manager."""
+    return as_client(api).with_field_manager(FIELD_MANAGER)
+
+
+async def _create(client: Client, namespace: str, body: dict[str, Any]
                   ) -> dict[str, Any] | None:
     """The created object, or None if the name is taken (someone else won)."""
     try:
-        out: dict[str, Any] = await api.create_namespaced_custom_object(
-            IPADDRS.group, IPADDRS.version, namespace, IPADDRS.plural, body,
-            field_manager=FIELD_MANAGER)
-    except ApiException as exc:
-        if exc.status == 409:
-            return None
-        raise
-    return out
+        return await client.create(IPADDRS, body, namespace=namespace)
+    except AlreadyExists:
+        return None
 
 
-async def _load(api: CustomObjectsApi, namespace: str, subnet: str, pool: Pool,
-                hint: TakenHint) -> None:
-    items = await list_ipaddrs(api, namespace, subnet=subnet)
+async def _load(client: Client, namespace: str, subnet: str, pool: Pool,
+                hint: TakenHint, *, live: bool) -> None:
+    items = await list_ipaddrs(client, namespace, subnet=subnet, live=live)
     hint.used = set()
     for item in items:
         value = pool.value(str((item.get("spec") or {}).get("address") or ""))

@@ -54,6 +54,7 @@ async def controller(client: ApiClient) -> AsyncIterator[Manager]:
 
 class Ipam:
     def __init__(self, client: ApiClient, ns: str) -> None:
+        self.client = client
         self.api = CustomObjectsApi(client)
         self.core = CoreV1Api(client)
         self.ns = ns
@@ -132,9 +133,9 @@ async def test_concurrent_claimers_never_share_an_address(
 
     async def claimer(client: ApiClient, n: int) -> list[Claimed]:
         hint = TakenHint(spread=rng.random if spread else None)
-        api, out = CustomObjectsApi(client), []
+        out = []
         for _ in range(n):
-            got = await claim_address(api, subnet, ipam.owner, hint=hint)
+            got = await claim_address(client, subnet, ipam.owner, hint=hint)
             assert isinstance(got, Claimed), got
             out.append(got)
         return out
@@ -149,7 +150,7 @@ async def test_concurrent_claimers_never_share_an_address(
     if not spread:  # lowest first: exactly .2 .. .201 were handed out
         assert set(addresses) == {f"10.1.0.{i}" for i in range(2, 202)}
     assert set(addresses) <= {f"10.1.0.{i}" for i in range(2, 255)}
-    stored = await list_ipaddrs(ipam.api, ipam.ns, subnet="race")
+    stored = await list_ipaddrs(ipam.client, ipam.ns, subnet="race")
     assert sorted(o["spec"]["address"] for o in stored) == sorted(addresses)
     assert {o["metadata"]["name"] for o in stored} == {
         "race-" + a.replace(".", "-") for a in addresses}
@@ -159,16 +160,16 @@ async def test_concurrent_claimers_never_share_an_address(
 async def test_release_returns_the_address(ipam: Ipam, controller: Manager) -> None:
     await ipam.subnet("pool", "10.2.0.0/28", "10.2.0.1")
     subnet = await ipam.judged("pool", "Ready", capacity=13)
-    claims = [await claim_address(ipam.api, subnet, ipam.owner) for _ in range(3)]
+    claims = [await claim_address(ipam.client, subnet, ipam.owner) for _ in range(3)]
     assert [c.address for c in claims if isinstance(c, Claimed)] == [
         "10.2.0.2", "10.2.0.3", "10.2.0.4"]
     await ipam.judged("pool", "Ready", allocated=3, allocatable=10)
     first = claims[0]
     assert isinstance(first, Claimed)
-    assert await release(ipam.api, first.ipaddr)
-    assert not await release(ipam.api, first.ipaddr)  # idempotent
+    assert await release(ipam.client, first.ipaddr)
+    assert not await release(ipam.client, first.ipaddr)  # idempotent
     await ipam.judged("pool", "Ready", allocated=2, allocatable=11)
-    again = await claim_address(ipam.api, subnet, ipam.owner)
+    again = await claim_address(ipam.client, subnet, ipam.owner)
     assert isinstance(again, Claimed) and again.address == "10.2.0.2"
 
 
@@ -177,8 +178,8 @@ async def test_exhausted_subnet(ipam: Ipam, controller: Manager) -> None:
     subnet = await ipam.judged("tiny", "Ready", capacity=3)
     hint = TakenHint()
     for _ in range(3):
-        assert isinstance(await claim_address(ipam.api, subnet, ipam.owner, hint=hint), Claimed)
-    out = await claim_address(ipam.api, subnet, ipam.owner, hint=hint)
+        assert isinstance(await claim_address(ipam.client, subnet, ipam.owner, hint=hint), Claimed)
+    out = await claim_address(ipam.client, subnet, ipam.owner, hint=hint)
     assert isinstance(out, NotClaimed) and out.exhausted
     assert out.message == "subnet tiny is exhausted: all 3 addresses are allocated"
     obj = await ipam.judged("tiny", "Exhausted", allocated=3, allocatable=0)
@@ -190,9 +191,9 @@ async def test_exhausted_subnet(ipam: Ipam, controller: Manager) -> None:
     assert event.source.component == "racksmith-subnet"
     # Still usable once an address comes back: the claimer's stale hint is
     # refreshed before it answers Exhausted.
-    stored = await list_ipaddrs(ipam.api, ipam.ns, subnet="tiny")
-    assert await release(ipam.api, stored[0])
-    back = await claim_address(ipam.api, await ipam.get("tiny"), ipam.owner, hint=hint)
+    stored = await list_ipaddrs(ipam.client, ipam.ns, subnet="tiny")
+    assert await release(ipam.client, stored[0])
+    back = await claim_address(ipam.client, await ipam.get("tiny"), ipam.owner, hint=hint)
     assert isinstance(back, Claimed) and back.address == stored[0]["spec"]["address"]
 
 
@@ -203,9 +204,9 @@ async def test_overlapping_subnet_is_rejected(ipam: Ipam, controller: Manager) -
     obj = await ipam.judged("younger", "Overlapping", allocatable=0)
     cond = ready_of(obj)
     assert cond["status"] == "False" and f"{ipam.ns}/older (10.4.0.0/16)" in cond["message"]
-    out = await claim_address(ipam.api, obj, ipam.owner)
+    out = await claim_address(ipam.client, obj, ipam.owner)
     assert isinstance(out, NotClaimed) and out.reason == "Overlapping"
-    assert await list_ipaddrs(ipam.api, ipam.ns, subnet="younger") == []
+    assert await list_ipaddrs(ipam.client, ipam.ns, subnet="younger") == []
     # The older one going away frees the younger one.
     event = await ipam.told("younger", "Warning", "Overlapping")
     assert event.message == cond["message"]
@@ -224,5 +225,5 @@ async def test_gateway_outside_the_cidr(ipam: Ipam, controller: Manager) -> None
     assert cond["message"] == "spec.gateway: 10.6.0.1 is outside the cidr 10.5.0.0/24"
     event = await ipam.told("bad", "Warning", "InvalidSpec")
     assert (event.message, event.count) == (cond["message"], 1)
-    out = await claim_address(ipam.api, obj, ipam.owner)
+    out = await claim_address(ipam.client, obj, ipam.owner)
     assert isinstance(out, NotClaimed) and out.reason == "InvalidSpec"

@@ -1,17 +1,24 @@
 """The Subnet controller: validates pools and keeps their usage in status.
 
-Owns ``SubnetReconciler`` and ``subnet_controller``. Per reconcile it
-re-reads the Subnet, every Subnet of the cluster (overlaps are checked
-cluster-wide, since an address must belong to one usable pool only) and the
-IPaddr objects of this subnet, asks :func:`~racksmith.controllers.ipam.verdict.judge`
+Owns ``SubnetReconciler`` and ``subnet_controller``. Per reconcile it reads
+the Subnet, every Subnet of the cluster (overlaps are checked cluster-wide,
+since an address must belong to one usable pool only) and the IPaddr
+objects of this subnet, asks :func:`~racksmith.controllers.ipam.verdict.judge`
 for the verdict and writes status (capacity, allocatable, allocated,
 messages, the Ready condition) when it changed. It never allocates: claims
 are made by the controllers that need addresses (``racksmith.ipamclaims``).
 
-Sources: Subnets, mapped to every known Subnet (a subnet appearing, changing
-or going away can change the verdict on the others), and IPaddrs, mapped to
-their Subnet through the ``ipam.racksmith.io/subnet`` label (or
-``spec.subnetRef``).
+Talks to the API through the runtime's Client (field manager
+``racksmith-ipam``): every read comes from the shared informers (the
+Subnets of the whole cluster, the IPaddrs through an index by their
+``ipam.racksmith.io/subnet`` label), the one write is the status PUT with
+the resourceVersion read (a stale read ends in a ``Conflict``, which the
+runtime requeues).
+
+Sources: Subnets of the whole cluster, mapped to every Subnet of the
+watched namespace in the cache (a subnet appearing, changing or going away
+can change the verdict on the others), and IPaddrs, mapped to their Subnet
+through the ``ipam.racksmith.io/subnet`` label (or ``spec.subnetRef``).
 
 Events (core v1, about the Subnet, component ``racksmith-subnet``, through
 the runtime's ``EventRecorder``), on changes of the Ready condition only
@@ -26,41 +33,39 @@ from collections.abc import Mapping
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client import CustomObjectsApi
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.controllers.ipam.events import status_events
 from racksmith.controllers.ipam.verdict import apply_verdict, judge, subnet_cidr
-from racksmith.ipamclaims.claims import list_ipaddrs
 from racksmith.ipamclaims.names import FIELD_MANAGER, SUBNET_LABEL
 from racksmith.kinds.ipam import Subnet, SubnetStatus
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
-from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.informer import SharedInformer, label_index
+from racksmith.runtime.keys import Mapper, ObjectKey, key_of
 from racksmith.runtime.resources import IPADDRS, SUBNETS
-from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
+from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "subnet"
 COMPONENT = "racksmith-subnet"
+SUBNET_INDEX = "ipam.racksmith.io/subnet"
+"""The IPaddr index by the name in their ``ipam.racksmith.io/subnet`` label."""
 
 
-class SubnetIndex:
-    """The Subnet keys seen, to re-judge every subnet when one changes."""
+def subnet_keys(subnets: SharedInformer, namespace: str | None) -> Mapper:
+    """Mapper for Subnet events: this subnet and every other one of
+    ``namespace`` (None: all) the cache holds."""
 
-    def __init__(self) -> None:
-        self._keys: set[ObjectKey] = set()
-
-    def subnet_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
-        """Mapper for Subnet events: this subnet and every other known one."""
+    def keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        out = {key_of(o) for o in subnets.list(namespace)}
         key = key_of(obj)
-        if key.name:
-            self._keys.add(key)
-        return sorted(self._keys)
+        if key.name and namespace in (None, key.namespace):
+            out.add(key)  # a deleted subnet is no longer in the store
+        return sorted(out)
 
-    def forget(self, key: ObjectKey) -> None:
-        self._keys.discard(key)
+    return keys
 
 
 def ipaddr_subnet_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
@@ -79,26 +84,26 @@ class SubnetReconciler:
     """Reconciles one Subnet per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None, recorder: EventRecorder | None = None) -> None:
-        self.custom = CustomObjectsApi(api_client)
+                 logger: Any = None, recorder: EventRecorder | None = None,
+                 namespace: str | None = None) -> None:
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
+        # The IPaddrs of ``namespace`` (None: all) by Subnet; without a cache,
+        # by_index lists live and filters with the same function.
+        self.client.add_index(IPADDRS, SUBNET_INDEX, label_index(SUBNET_LABEL), namespace)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
-        self.index = SubnetIndex()
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipam.subnet")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw = await self._get(key)
+        client = self.client
+        raw = await client.get(SUBNETS, key.namespace, key.name)
         if raw is None:
-            self.index.forget(key)
             return Done()
         subnet = Subnet.model_validate(raw)
-        listed = await self.custom.list_cluster_custom_object(
-            SUBNETS.group, SUBNETS.version, SUBNETS.plural)
-        everyone = [subnet_cidr(Subnet.model_validate(item))
-                    for item in listed.get("items") or []]
-        ipaddrs = await list_ipaddrs(self.custom, key.namespace, subnet=key.name)
+        everyone = [subnet_cidr(Subnet.model_validate(item)) for item in await client.list(SUBNETS)]
+        ipaddrs = await client.by_index(IPADDRS, SUBNET_INDEX, key.name, key.namespace)
         addresses = [str((item.get("spec") or {}).get("address") or "") for item in ipaddrs]
         verdict = judge(subnet, everyone, addresses)
         generation = subnet.metadata.generation
@@ -107,31 +112,14 @@ class SubnetReconciler:
             return Done()
         raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         try:
-            written = await self.custom.replace_namespaced_custom_object_status(
-                SUBNETS.group, SUBNETS.version, key.namespace, SUBNETS.plural, key.name, raw,
-                field_manager=FIELD_MANAGER)
-        except ApiException as exc:
-            if exc.status == 404:
-                return Done()
-            if exc.status == 409:
-                return RequeueAfter(0.0)
-            raise
+            written = await client.update_status(SUBNETS, raw)
+        except NotFound:
+            return Done()
         self.log.info("subnet judged", kind="Subnet", namespace=key.namespace, name=key.name,
                       reason=verdict.reason, allocated=verdict.allocated,
                       allocatable=verdict.allocatable)
-        await self.recorder.record_all(written if isinstance(written, dict) else raw,
-                                       status_events(subnet.status, status))
+        await self.recorder.record_all(written, status_events(subnet.status, status))
         return Done()
-
-    async def _get(self, key: ObjectKey) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_namespaced_custom_object(
-                SUBNETS.group, SUBNETS.version, key.namespace, SUBNETS.plural, key.name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
 
 
 def _same(a: SubnetStatus, b: SubnetStatus) -> bool:
@@ -154,16 +142,17 @@ def subnet_controller(
 ) -> Controller:
     """The runtime Controller for Subnets (see the module docstring).
 
-    ``namespace``: watch one namespace only (None: all); overlaps are still
-    checked against every Subnet of the cluster. ``recorder``: the process's
-    EventRecorder (None: one of its own).
+    ``namespace``: reconcile the Subnets of one namespace only (None: all);
+    Subnets are watched cluster-wide all the same, since overlaps are
+    checked against every Subnet of the cluster. ``recorder``: the
+    process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = SubnetReconciler(api_client, clock, logger=logger, recorder=recorder)
+    reconciler = SubnetReconciler(api_client, clock, logger=logger, recorder=recorder,
+                                  namespace=namespace)
+    client = reconciler.client
     sources = [
-        KubeSource(api_client, SUBNETS, namespace=namespace, clock=clock,
-                   mapper=reconciler.index.subnet_keys),
-        KubeSource(api_client, IPADDRS, namespace=namespace, clock=clock,
-                   mapper=ipaddr_subnet_keys),
+        client.source(SUBNETS, mapper=subnet_keys(client.informer(SUBNETS), namespace)),
+        client.source(IPADDRS, namespace=namespace, mapper=ipaddr_subnet_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

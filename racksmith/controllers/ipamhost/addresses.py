@@ -14,6 +14,8 @@ two hosts can never share an address (the claim protocol's guarantee).
 IPaddrs of an earlier IpamHost with the same name (another uid) are never
 reused: the garbage collector may delete them at any time. They count as
 unneeded and are released like any address the template stopped asking for.
+Claims and releases go through the runtime's Client
+(:mod:`racksmith.ipamclaims.claims`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from kubernetes_asyncio.client import CustomObjectsApi
 
 from racksmith.controllers.ipamhost.names import INTERFACE_LABEL, IPAMHOST_LABEL
 from racksmith.ipamclaims.claims import Claimed, TakenHint, claim_address, release
@@ -35,6 +35,7 @@ from racksmith.ipamclaims.names import (
 from racksmith.kinds.common import ObjectReference
 from racksmith.kinds.ipam import IpamHost, Subnet
 from racksmith.planners.netplan import AddressRequest
+from racksmith.runtime.client import Client
 
 
 @dataclass
@@ -88,7 +89,7 @@ def find_held(held: Iterable[dict[str, Any]], request: AddressRequest, subnet: S
     return min(found, key=lambda ip: str(ip["metadata"]["name"])) if found else None
 
 
-async def assign(api: CustomObjectsApi, host: IpamHost, requests: Sequence[AddressRequest],
+async def assign(client: Client, host: IpamHost, requests: Sequence[AddressRequest],
                  subnets: dict[str, tuple[Subnet, dict[str, Any]]],
                  held: Sequence[dict[str, Any]]) -> Assignment:
     """An address for every request: reused from ``held`` or claimed now.
@@ -114,7 +115,7 @@ async def assign(api: CustomObjectsApi, host: IpamHost, requests: Sequence[Addre
             continue
         labels = {IPAMHOST_LABEL: owner.name, INTERFACE_LABEL: request.interface}
         hint = hints.setdefault(subnet.metadata.name or "", TakenHint())
-        got = await claim_address(api, raw, owner, mac=request.mac, hint=hint, labels=labels)
+        got = await claim_address(client, raw, owner, mac=request.mac, hint=hint, labels=labels)
         if isinstance(got, Claimed):
             out.allocations[request] = got.address
             out.used.append(got.ipaddr)
@@ -129,13 +130,13 @@ async def assign(api: CustomObjectsApi, host: IpamHost, requests: Sequence[Addre
     return out
 
 
-async def release_unneeded(api: CustomObjectsApi, held: Iterable[dict[str, Any]],
+async def release_unneeded(client: Client, held: Iterable[dict[str, Any]],
                            used: Iterable[dict[str, Any]]) -> list[str]:
     """Release every IPaddr of ``held`` not in ``used``; the names released."""
     keep = {(ip["metadata"].get("namespace"), ip["metadata"]["name"]) for ip in used}
     out = []
     for ip in held:
         meta = ip["metadata"]
-        if (meta.get("namespace"), meta["name"]) not in keep and await release(api, ip):
+        if (meta.get("namespace"), meta["name"]) not in keep and await release(client, ip):
             out.append(str(meta["name"]))
     return out

@@ -37,8 +37,18 @@ condition is a Normal ``Rendered`` Event, a template change waiting for
 confirmation a Normal ``ConfirmationRequired`` one. Events are about the
 IpamHost, from component ``racksmith-ipamhost``, through the runtime's
 ``EventRecorder`` (a repeat bumps the count of the Event it repeats).
-Sources: IpamHosts; L2Templates, Subnets, Machines and Clusters through the
-:class:`~.index.DependencyIndex` the reconciles fill.
+Talks to the API through the runtime's Client (field manager
+``racksmith-ipamhost``): the IpamHost, its Machine and Cluster, the
+L2Templates and the Subnets are read from the shared informers; the host's
+IPaddrs are read live, because a claim of a moment ago may not be in the
+cache yet and reading without it would claim a second address for the same
+interface. Writes are PUTs with the resourceVersion read (the finalizer and
+the annotation through ``update``, the status through ``update_status``), so
+a decision made on a stale read ends in a ``Conflict`` the runtime
+requeues; claims and releases are :mod:`racksmith.ipamclaims`'s.
+
+Sources (shared informers): IpamHosts; L2Templates, Subnets, Machines and
+Clusters through the :class:`~.index.DependencyIndex` the reconciles fill.
 IPaddrs are not watched: an address coming back changes its Subnet's status,
 and that event wakes the hosts waiting on the subnet. A Pending host is also
 re-checked every ``IpamHostTimings.pending_retry`` seconds (30 s).
@@ -49,16 +59,16 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client import CustomObjectsApi
 
 from racksmith.controllers.ipamhost.addresses import assign, is_held_by, release_unneeded
 from racksmith.controllers.ipamhost.index import Dependencies, DependencyIndex
-from racksmith.controllers.ipamhost.kube import Conflict, Kube
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
     COMPONENT,
+    FIELD_MANAGER,
     FINALIZER,
     GLOBAL_NAMESPACE,
+    IPAMHOST_LABEL,
     READY,
     REASON_ADDRESSES_PENDING,
     REASON_CONFIRMATION_REQUIRED,
@@ -95,13 +105,21 @@ from racksmith.planners.netplan import (
     discover_addresses,
     render_netplan,
 )
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
-from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, MACHINES, SUBNETS
+from racksmith.runtime.resources import (
+    CLUSTERS,
+    IPADDRS,
+    IPAMHOSTS,
+    L2TEMPLATES,
+    MACHINES,
+    SUBNETS,
+)
 from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "ipamhost"
 
@@ -113,11 +131,10 @@ class IpamHostReconciler:
                  logger: Any = None, timings: IpamHostTimings | None = None,
                  recorder: EventRecorder | None = None) -> None:
         self.timings = timings if timings is not None else IpamHostTimings()
-        self.kube = Kube(api_client)
-        self.custom: CustomObjectsApi = self.kube.custom
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = DependencyIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost")
@@ -127,13 +144,11 @@ class IpamHostReconciler:
         deps = Dependencies()
         gone = False
         try:
-            raw = await self.kube.get(IPAMHOSTS, key.namespace, key.name)
+            raw = await self.client.get(IPAMHOSTS, key.namespace, key.name)
             if raw is None:
                 gone = True
                 return Done()
             return await self._reconcile(raw, deps)
-        except Conflict:
-            return RequeueAfter(0.0)
         finally:
             if gone:
                 self.index.forget(key)
@@ -148,7 +163,7 @@ class IpamHostReconciler:
         if meta.deletion_timestamp is not None:
             return await self._finalize(raw, host, log)
         machine, cluster = await self._machine_and_cluster(host, deps)
-        listed = await self.kube.list_objects(L2TEMPLATES, ns)
+        listed = await self.client.list(L2TEMPLATES, ns)
         templates = [L2Template.model_validate(t) for t in listed]
         if host.spec.l2_template_ref:
             deps.waits_on("L2Template", ns, host.spec.l2_template_ref)
@@ -161,7 +176,7 @@ class IpamHostReconciler:
         template = chosen
         if awaits_confirmation(host, template):
             return await self._hold(raw, host, template, log)
-        layout = await resolve_subnets(self.kube, template, ns, deps)
+        layout = await resolve_subnets(self.client, template, ns, deps)
         if layout.problems:
             return await self._commit(raw, host, Outcome(
                 IpamHostState.ERROR, REASON_SUBNET_NOT_FOUND, layout.problems), template, log)
@@ -184,11 +199,10 @@ class IpamHostReconciler:
             if written is None:
                 return Done()
             raw, host = written, IpamHost.model_validate(written)
-        held = [ip for ip in await self.kube.host_ipaddrs({ns, GLOBAL_NAMESPACE}, name)
-                if is_held_by(ip, host, any_uid=True)]
+        held = await self._held(host)
         mine = [ip for ip in held if is_held_by(ip, host)]
         subnets = {k: (s, layout.raw[k]) for k, s in layout.subnets.items()}
-        got = await assign(self.custom, host, requests, subnets, mine)
+        got = await assign(self.client, host, requests, subnets, mine)
         if got.claimed:
             log.info("addresses claimed", ipaddrs=got.claimed)
         holding = sorted({*(str(ip["metadata"]["name"]) for ip in mine), *got.claimed})
@@ -212,23 +226,35 @@ class IpamHostReconciler:
         outcome = Outcome(IpamHostState.OK, REASON_RENDERED, [], netconfig=rendered.netconfig,
                           template=template.metadata.name, ip_addresses=used)
         result = await self._commit(raw, host, outcome, template, log)
-        released = await release_unneeded(self.custom, held, got.used)
+        released = await release_unneeded(self.client, held, got.used)
         if released:
             log.info("addresses released", ipaddrs=released)
         return result
+
+    async def _held(self, host: IpamHost) -> list[dict[str, Any]]:
+        """The IPaddrs held by any IpamHost of ``host``'s name (its namespace and
+        the global subnets' one), read live: the cache may not show a claim of
+        a moment ago (or may still show one released), and deciding from it
+        would claim twice for one interface (or reuse a freed address)."""
+        ns, name = host.metadata.namespace or "", host.metadata.name or ""
+        out: list[dict[str, Any]] = []
+        for namespace in sorted({ns, GLOBAL_NAMESPACE}):
+            out.extend(await self.client.list(IPADDRS, namespace, labels={IPAMHOST_LABEL: name},
+                                              live=True))
+        return [ip for ip in out if is_held_by(ip, host, any_uid=True)]
 
     async def _machine_and_cluster(self, host: IpamHost, deps: Dependencies
                                    ) -> tuple[Machine | None, Cluster | None]:
         ns = host.metadata.namespace or ""
         name = host.spec.machine_ref.name if host.spec.machine_ref else host.metadata.name
-        raw = await self.kube.get(MACHINES, ns, name or "")
+        raw = await self.client.get(MACHINES, ns, name or "")
         if raw is None:
             deps.waits_on("Machine", ns, name or "")
             return None, None
         machine = Machine.model_validate(raw)
         deps.seen("Machine", ns, name or "", machine.metadata.generation)
         cluster_name = machine.spec.cluster_name
-        got = await self.kube.get(CLUSTERS, ns, cluster_name)
+        got = await self.client.get(CLUSTERS, ns, cluster_name)
         if got is None:
             deps.waits_on("Cluster", ns, cluster_name)
             return machine, None
@@ -237,8 +263,16 @@ class IpamHostReconciler:
         return machine, cluster
 
     async def _add_finalizer(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        """``raw`` with the finalizer, as written; None if the host is gone."""
         raw["metadata"]["finalizers"] = [*(raw["metadata"].get("finalizers") or []), FINALIZER]
-        return await self.kube.replace(IPAMHOSTS, raw)
+        return await self._update(raw)
+
+    async def _update(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        """PUT ``raw`` (with the resourceVersion read); None if the host is gone."""
+        try:
+            return await self.client.update(IPAMHOSTS, raw)
+        except NotFound:
+            return None
 
     async def _hold(self, raw: dict[str, Any], host: IpamHost, template: L2Template,
                     log: Any) -> Result:
@@ -273,7 +307,7 @@ class IpamHostReconciler:
                 # Before the status: a crash in between re-renders (the
                 # generations match), never mistakes a new render for an old one.
                 raw["metadata"]["annotations"] = {**annotations, RENDERED_GENERATION: generation}
-                written = await self.kube.replace(IPAMHOSTS, raw)
+                written = await self._update(raw)
                 if written is None:
                     return Done()
                 raw = written
@@ -309,20 +343,22 @@ class IpamHostReconciler:
         if same_status(old, new):
             return True
         raw["status"] = new.model_dump(by_alias=True, exclude_none=True, mode="json")
-        return await self.kube.replace_status(IPAMHOSTS, raw) is not None
+        try:
+            await self.client.update_status(IPAMHOSTS, raw)
+        except NotFound:
+            return False
+        return True
 
     async def _finalize(self, raw: dict[str, Any], host: IpamHost, log: Any) -> Result:
         meta = host.metadata
         if FINALIZER not in meta.finalizers:
             return Done()
-        ns, name = meta.namespace or "", meta.name or ""
-        held = [ip for ip in await self.kube.host_ipaddrs({ns, GLOBAL_NAMESPACE}, name)
-                if is_held_by(ip, host, any_uid=True)]
-        released = await release_unneeded(self.custom, held, [])
+        held = await self._held(host)
+        released = await release_unneeded(self.client, held, [])
         if released:
             log.info("addresses released", ipaddrs=released, reason="deleting")
         raw["metadata"]["finalizers"] = [f for f in meta.finalizers if f != FINALIZER]
-        await self.kube.replace(IPAMHOSTS, raw)
+        await self._update(raw)
         return Done()
 
 
@@ -346,16 +382,12 @@ def ipamhost_controller(
     clock = clock if clock is not None else SystemClock()
     reconciler = IpamHostReconciler(api_client, clock, logger=logger, timings=timings,
                                     recorder=recorder)
-    index = reconciler.index
+    client, index = reconciler.client, reconciler.index
     sources = [
-        KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock,
-                   mapper=index.host_keys),
-        KubeSource(api_client, L2TEMPLATES, namespace=namespace, clock=clock,
-                   mapper=index.mapper("L2Template")),
-        KubeSource(api_client, SUBNETS, clock=clock, mapper=index.mapper("Subnet")),
-        KubeSource(api_client, MACHINES, namespace=namespace, clock=clock,
-                   mapper=index.mapper("Machine")),
-        KubeSource(api_client, CLUSTERS, namespace=namespace, clock=clock,
-                   mapper=index.mapper("Cluster")),
+        client.source(IPAMHOSTS, namespace=namespace, mapper=index.host_keys),
+        client.source(L2TEMPLATES, namespace=namespace, mapper=index.mapper("L2Template")),
+        client.source(SUBNETS, mapper=index.mapper("Subnet")),
+        client.source(MACHINES, namespace=namespace, mapper=index.mapper("Machine")),
+        client.source(CLUSTERS, namespace=namespace, mapper=index.mapper("Cluster")),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

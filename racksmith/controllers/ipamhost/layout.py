@@ -4,7 +4,8 @@ Owns :func:`resolve_subnets`, used by both controllers: each entry is looked
 up in its scope (``namespace``: the template's namespace; ``global``: the
 ``default`` namespace), by name or, when ``labelSelector`` is given, as the
 one Subnet there carrying those labels. Every entry that cannot be resolved
-is a message naming it; nothing is raised for missing objects.
+is a message naming it; nothing is raised for missing objects. Reads
+through the runtime's Client (from the shared Subnet cache once synced).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racksmith.controllers.ipamhost.index import Dependencies
-from racksmith.controllers.ipamhost.kube import Kube
 from racksmith.controllers.ipamhost.names import GLOBAL_NAMESPACE
 from racksmith.kinds.ipam import L2Template, Subnet, SubnetScope
+from racksmith.runtime.client import Client
 from racksmith.runtime.resources import SUBNETS
 
 SUBNET_KIND = "Subnet"
@@ -35,7 +36,7 @@ def scope_namespace(scope: SubnetScope, namespace: str) -> str:
     return GLOBAL_NAMESPACE if scope == SubnetScope.GLOBAL else namespace
 
 
-async def resolve_subnets(kube: Kube, template: L2Template, namespace: str,
+async def resolve_subnets(client: Client, template: L2Template, namespace: str,
                           deps: Dependencies | None = None) -> Layout:
     """The Subnets of ``template`` (in ``namespace``); records reads in ``deps``."""
     out = Layout()
@@ -45,7 +46,7 @@ async def resolve_subnets(kube: Kube, template: L2Template, namespace: str,
             selector = ",".join(f"{k}={v}" for k, v in sorted(entry.label_selector.items()))
             if deps is not None:
                 deps.any_of(SUBNET_KIND, where)
-            found = await kube.list_objects(SUBNETS, where, selector)
+            found = await client.list(SUBNETS, where, labels=dict(entry.label_selector))
             if len(found) != 1:
                 names = ", ".join(sorted(str(s["metadata"]["name"]) for s in found))
                 what = f"{len(found)} match ({names})" if found else "none matches"
@@ -55,7 +56,7 @@ async def resolve_subnets(kube: Kube, template: L2Template, namespace: str,
                 continue
             raw = found[0]
         else:
-            got = await kube.get(SUBNETS, where, entry.subnet_name)
+            got = await client.get(SUBNETS, where, entry.subnet_name)
             if got is None:
                 if deps is not None:
                     deps.waits_on(SUBNET_KIND, where, entry.subnet_name)

@@ -19,7 +19,10 @@ L2Template, from component ``racksmith-ipamhost``, through the runtime's
 ``EventRecorder``) is emitted when either condition turns False. Sources:
 L2Templates; IpamHosts, mapped to the template they were rendered from;
 Subnets, mapped to every known template of their namespace (all templates
-for ``default``, where global subnets live).
+for ``default``, where global subnets live). Talks through the runtime's
+Client (field manager ``racksmith-ipamhost``): every read from the shared
+informers, the status PUT with the resourceVersion read (a stale read ends
+in a ``Conflict`` the runtime requeues).
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from typing import Any
 
 import structlog
 
-from racksmith.controllers.ipamhost.kube import Conflict, Kube
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
     CHANGE_CONFIRMED,
     COMPONENT,
+    FIELD_MANAGER,
     GLOBAL_NAMESPACE,
     REASON_CONFIRMATION_REQUIRED,
     REASON_CONFIRMED,
@@ -53,13 +56,14 @@ from racksmith.controllers.ipamhost.status import condition_of, same_status, set
 from racksmith.kinds.cluster import Cluster
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHost, L2Template, L2TemplateStatus
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, SUBNETS
-from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
+from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "l2template"
 
@@ -100,35 +104,32 @@ class L2TemplateReconciler:
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
                  logger: Any = None, recorder: EventRecorder | None = None) -> None:
-        self.kube = Kube(api_client)
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.index = TemplateIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost.template")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw = await self.kube.get(L2TEMPLATES, key.namespace, key.name)
+        raw = await self.client.get(L2TEMPLATES, key.namespace, key.name)
         if raw is None:
             self.index.forget(key)
             return Done()
-        try:
-            return await self._reconcile(raw)
-        except Conflict:
-            return RequeueAfter(0.0)
+        return await self._reconcile(raw)
 
     async def _reconcile(self, raw: dict[str, Any]) -> Result:
         template = L2Template.model_validate(raw)
         meta = template.metadata
         ns, name, generation = meta.namespace or "", meta.name or "", meta.generation
         log = self.log.bind(kind="L2Template", namespace=ns, name=name)
-        layout = await resolve_subnets(self.kube, template, ns)
+        layout = await resolve_subnets(self.client, template, ns)
         problems = list(layout.problems)
         if not problems:
             vip = None
             if template.spec.cluster_ref:
-                got = await self.kube.get(CLUSTERS, ns, template.spec.cluster_ref)
+                got = await self.client.get(CLUSTERS, ns, template.spec.cluster_ref)
                 vip = Cluster.model_validate(got).spec.api_server.vip if got else None
             problems = validate(template.spec, {k: s.spec for k, s in layout.subnets.items()},
                                 vip)
@@ -138,7 +139,7 @@ class L2TemplateReconciler:
             reason=REASON_INVALID if problems else REASON_VALID,
             message="; ".join(problems) if problems else "renders for a sample host",
             observed_generation=generation)
-        hosts = [IpamHost.model_validate(h) for h in await self.kube.list_objects(IPAMHOSTS, ns)]
+        hosts = [IpamHost.model_validate(h) for h in await self.client.list(IPAMHOSTS, ns)]
         confirmed = self._confirmation(template, hosts, generation)
         base = template.status if template.status is not None else L2TemplateStatus()
         conditions = set_condition(set_condition(base.conditions, valid, now), confirmed, now)
@@ -147,7 +148,9 @@ class L2TemplateReconciler:
         if same_status(template.status, status):
             return Done()
         raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if await self.kube.replace_status(L2TEMPLATES, raw) is None:
+        try:
+            await self.client.update_status(L2TEMPLATES, raw)
+        except NotFound:
             return Done()
         log.info("l2template judged", valid=not problems, change_confirmed=str(confirmed.status))
         for cond in (valid, confirmed):
@@ -203,12 +206,10 @@ def l2template_controller(
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = L2TemplateReconciler(api_client, clock, logger=logger, recorder=recorder)
-    index = reconciler.index
+    client, index = reconciler.client, reconciler.index
     sources = [
-        KubeSource(api_client, L2TEMPLATES, namespace=namespace, clock=clock,
-                   mapper=index.template_keys),
-        KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock,
-                   mapper=ipamhost_template_keys),
-        KubeSource(api_client, SUBNETS, clock=clock, mapper=index.subnet_keys),
+        client.source(L2TEMPLATES, namespace=namespace, mapper=index.template_keys),
+        client.source(IPAMHOSTS, namespace=namespace, mapper=ipamhost_template_keys),
+        client.source(SUBNETS, mapper=index.subnet_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

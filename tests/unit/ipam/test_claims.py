@@ -3,18 +3,19 @@ create: random interleavings of claimers (each with its own stale hint) and
 releases never hand out an address twice and never leak one.
 
 The real API server is exercised by tests/integration/test_ipam.py; this
-fake only models "create fails with 409 if the name exists".
+fake (a runtime Client) only models "create fails with AlreadyExists if
+the name exists".
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.ipamclaims.claims import (
     Claimed,
@@ -29,49 +30,59 @@ from racksmith.ipamclaims.claims import (
 from racksmith.ipamclaims.names import SUBNET_LABEL, ipaddr_name, label_value
 from racksmith.kinds.common import ObjectReference
 from racksmith.kinds.ipam import Subnet
+from racksmith.runtime.client import Client
+from racksmith.runtime.errors import AlreadyExists, Conflict
+from racksmith.runtime.resource import Resource
 
 
-class FakeApi:
-    """Just enough of CustomObjectsApi: names are unique, create is atomic."""
+class FakeApi(Client):
+    """Just enough of the runtime Client: names are unique, create is atomic."""
 
     def __init__(self, rng: random.Random) -> None:
+        super().__init__(cast(Any, None))
         self.objects: dict[str, dict[str, Any]] = {}
         self.rng = rng
         self.uid = 0
+
+    def with_field_manager(self, field_manager: str) -> Client:
+        return self
 
     async def _yield(self) -> None:
         for _ in range(self.rng.randrange(3)):
             await asyncio.sleep(0)
 
-    async def create_namespaced_custom_object(self, group: str, version: str, ns: str,
-                                              plural: str, body: dict[str, Any],
-                                              **_: Any) -> dict[str, Any]:
+    async def create(self, resource: Resource, body: Mapping[str, Any], *,
+                     namespace: str | None = None) -> dict[str, Any]:
         await self._yield()
         name = body["metadata"]["name"]
         if name in self.objects:
-            raise ApiException(status=409, reason="AlreadyExists")
+            raise AlreadyExists(409, "AlreadyExists", f"{name} exists")
         self.uid += 1
         obj = {**body, "metadata": {**body["metadata"], "uid": str(self.uid)}}
         self.objects[name] = obj
         return obj
 
-    async def list_namespaced_custom_object(self, group: str, version: str, ns: str,
-                                            plural: str, **kwargs: Any) -> dict[str, Any]:
+    async def list(self, resource: Resource, namespace: str | None = None, *,
+                   labels: Mapping[str, str] | str | None = None,
+                   fields: Mapping[str, str] | None = None,
+                   live: bool = False) -> list[dict[str, Any]]:
         await self._yield()
-        label = kwargs["label_selector"].split("=", 1)[1]
-        items = [o for o in self.objects.values()
-                 if o["metadata"]["labels"][SUBNET_LABEL] == label]
-        return {"items": items, "metadata": {}}
+        assert isinstance(labels, Mapping)
+        label = labels[SUBNET_LABEL]
+        return [o for o in self.objects.values()
+                if o["metadata"]["labels"][SUBNET_LABEL] == label]
 
-    async def delete_namespaced_custom_object(self, group: str, version: str, ns: str,
-                                              plural: str, name: str, body: Any) -> None:
+    async def delete(self, resource: Resource, namespace: str | None, name: str, *,
+                     uid: str | None = None, resource_version: str | None = None,
+                     propagation: str | None = None) -> bool:
         await self._yield()
         obj = self.objects.get(name)
         if obj is None:
-            raise ApiException(status=404, reason="NotFound")
-        if body.preconditions and body.preconditions.uid != obj["metadata"]["uid"]:
-            raise ApiException(status=409, reason="Conflict")
+            return False
+        if uid and uid != obj["metadata"]["uid"]:
+            raise Conflict(409, "Conflict", "uid precondition failed")
         del self.objects[name]
+        return True
 
 
 def subnet(cidr: str = "10.0.0.0/27", gateway: str | None = "10.0.0.1", reason: str = "Ready",
