@@ -3,9 +3,12 @@
 Owns ``ClusterReconciler`` (read the Cluster, the Machines of its namespace
 and its ClusterRelease, ask ``summary.summarize`` for the status, write it
 through the status subresource when it changed) and ``cluster_controller``:
-a list+watch of Clusters, of Machines mapped to their cluster through
-``spec.clusterName``, and of ClusterReleases mapped to the clusters that
-run them. Status only: it never changes a Machine.
+watching (shared informers of the runtime ``Client``) Clusters, Machines
+mapped to their cluster through ``spec.clusterName``, and ClusterReleases
+mapped to the clusters that run them (an index of the Cluster informer by
+``spec.release``). Every read comes from those caches; the one write is the
+Cluster's status (PUT with the resourceVersion read: a stale read ends in a
+``Conflict`` the runtime requeues). Status only: it never changes a Machine.
 
 Events (core v1, about the Cluster, component ``racksmith-cluster``, through
 the runtime's ``EventRecorder``), on transitions of the status it writes
@@ -21,20 +24,20 @@ from collections.abc import Mapping
 from typing import Any
 
 import structlog
-from kubernetes_asyncio.client import CustomObjectsApi
-from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from racksmith.controllers.cluster.events import status_events
 from racksmith.controllers.cluster.summary import members, summarize
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES
-from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
+from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "cluster"
 FIELD_MANAGER = "racksmith-cluster"
@@ -49,93 +52,62 @@ def machine_cluster_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
     return [ObjectKey(key_of(obj).namespace, str(name))]
 
 
-class ReleaseIndex:
-    """Which release each Cluster runs, to map ClusterRelease events to Clusters."""
+RELEASE_INDEX = field_index_name("spec.release")
+"""The Cluster informer's index by ``spec.release`` (ClusterRelease events → Clusters)."""
 
-    def __init__(self) -> None:
-        self._release: dict[ObjectKey, str] = {}
 
-    def record(self, key: ObjectKey, release: str) -> None:
-        self._release[key] = release
+def release_cluster_keys(client: Client, namespace: str | None) -> Any:
+    """Mapper for ClusterRelease events: the Clusters (of ``namespace``, None:
+    all) that run it, from the Cluster informer's index."""
 
-    def forget(self, key: ObjectKey) -> None:
-        self._release.pop(key, None)
-
-    def cluster_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+    def keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
         name = key_of(obj).name
-        return sorted(k for k, r in self._release.items() if r == name)
+        return sorted(key_of(c) for c in client.indexed(CLUSTERS, RELEASE_INDEX, name, namespace))
+
+    return keys
 
 
 class ClusterReconciler:
     """Reconciles one Cluster's status per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
-                 logger: Any = None, recorder: EventRecorder | None = None) -> None:
-        self.custom = CustomObjectsApi(api_client)
+                 logger: Any = None, recorder: EventRecorder | None = None,
+                 namespace: str | None = None) -> None:
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
+        self.client.add_index(CLUSTERS, RELEASE_INDEX, field_index("spec.release"), namespace)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
-        self.index = ReleaseIndex()
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.cluster")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw = await self._get(key)
+        client = self.client
+        raw = await client.get(CLUSTERS, key.namespace, key.name)
         if raw is None:
-            self.index.forget(key)
             return Done()
         cluster = Cluster.model_validate(raw)
-        self.index.record(key, cluster.spec.release)
-        listed = await self.custom.list_namespaced_custom_object(
-            MACHINES.group, MACHINES.version, key.namespace, MACHINES.plural)
         machines: list[Machine] = []
-        for item in listed.get("items") or []:
+        for item in await client.list(MACHINES, key.namespace):
             try:
                 machines.append(Machine.model_validate(item))
             except ValidationError:
                 continue
-        release_found = await self._release_exists(cluster.spec.release)
+        release_found = await client.get(RELEASES, None, cluster.spec.release) is not None
         status = summarize(cluster, members(cluster, machines), release_found,
                            now=self.clock.wall().replace(microsecond=0))
         if cluster.status is not None and _same(cluster.status, status):
             return Done()
         raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
-            written = await self.custom.replace_namespaced_custom_object_status(
-                CLUSTERS.group, CLUSTERS.version, key.namespace, CLUSTERS.plural, key.name,
-                raw, field_manager=FIELD_MANAGER)
-        except ApiException as exc:
-            if exc.status == 404:
-                return Done()
-            if exc.status == 409:
-                return RequeueAfter(0.0)
-            raise
+            written = await client.update_status(CLUSTERS, raw)
+        except NotFound:
+            return Done()
         self.log.info("cluster status", kind="Cluster", namespace=key.namespace,
                       name=key.name, ready=status.machines_ready, total=status.machines_total,
                       release=status.release)
-        await self.recorder.record_all(written if isinstance(written, dict) else raw,
-                                       status_events(cluster.status, status))
+        await self.recorder.record_all(written, status_events(cluster.status, status))
         return Done()
-
-    async def _get(self, key: ObjectKey) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_namespaced_custom_object(
-                CLUSTERS.group, CLUSTERS.version, key.namespace, CLUSTERS.plural, key.name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
-
-    async def _release_exists(self, name: str) -> bool:
-        try:
-            await self.custom.get_cluster_custom_object(
-                RELEASES.group, RELEASES.version, RELEASES.plural, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
 
 
 def _same(a: ClusterStatus, b: ClusterStatus) -> bool:
@@ -162,11 +134,12 @@ def cluster_controller(
     process's EventRecorder (None: one of its own).
     """
     clock = clock if clock is not None else SystemClock()
-    reconciler = ClusterReconciler(api_client, clock, logger=logger, recorder=recorder)
+    reconciler = ClusterReconciler(api_client, clock, logger=logger, recorder=recorder,
+                                   namespace=namespace)
+    client = reconciler.client
     sources = [
-        KubeSource(api_client, CLUSTERS, namespace=namespace, clock=clock),
-        KubeSource(api_client, MACHINES, namespace=namespace, clock=clock,
-                   mapper=machine_cluster_keys),
-        KubeSource(api_client, RELEASES, clock=clock, mapper=reconciler.index.cluster_keys),
+        client.source(CLUSTERS, namespace=namespace),
+        client.source(MACHINES, namespace=namespace, mapper=machine_cluster_keys),
+        client.source(RELEASES, mapper=release_cluster_keys(client, namespace)),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
