@@ -3,9 +3,8 @@
 Modules: ``plan`` (the pure planner: observed objects → the next step),
 ``observed`` (what a reconcile sees), ``jobs`` (the task protocol's job
 names and results), ``pv`` (the PersistentVolume of a Volume), ``status``
-(a step applied to the status), ``commit`` (performs a step), ``kube`` (the
-only API access), ``index`` (StorageClass/Node event → Volumes),
-``controller`` (reconciler and runtime wiring), ``binder`` (the pre-bound
+(a step applied to the status), ``commit`` (performs a step, through the
+runtime ``Client``), ``controller`` (reconciler and runtime wiring), ``binder`` (the pre-bound
 claim binder), ``timings`` (the controller's waits), ``names``. The contracts are in
 ``docs/design/volume-contracts.md``.
 """

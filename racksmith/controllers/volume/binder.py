@@ -13,6 +13,12 @@ capacity and access modes), one write per reconcile. A claim that is gone
 ``persistentvolumes/status`` and ``persistentvolumeclaims/status``
 subresources, which the embedded API server serves. A claim that does not
 fit the PV (StorageClass, volume mode, requested size) stays Pending.
+
+It talks through the runtime ``Client``: it watches PersistentVolumes and
+PersistentVolumeClaims (a claim is mapped to the PV its ``spec.volumeName``
+names; the claims naming a PV are an index of the claim informer), reads
+them from the cache, and writes PVs (object and status) and claim status;
+a lost race raises ``Conflict``, which the runtime requeues.
 """
 
 from __future__ import annotations
@@ -25,16 +31,18 @@ from typing import Any
 import structlog
 
 from racksmith.controllers.volume import names as n
-from racksmith.controllers.volume.kube import Conflict, Kube
 from racksmith.planners.quantity import to_bytes
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
+from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import PVCS, PVS
 from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "claim-binder"
+VOLUME_NAME_INDEX = field_index_name("spec.volumeName")
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -150,27 +158,27 @@ class ClaimBinder:
     """Reconciles one PersistentVolume per call (see the module docstring)."""
 
     def __init__(self, api_client: Any, *, logger: Any = None) -> None:
-        self.kube = Kube(api_client, n.BINDER_FIELD_MANAGER)
+        self.client: Client = as_client(api_client).with_field_manager(n.BINDER_FIELD_MANAGER)
+        self.client.add_index(PVCS, VOLUME_NAME_INDEX, field_index("spec.volumeName"))
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.volume.binder")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        pv = await self.kube.get_pv(key.name)
+        pv = await self.client.get(PVS, None, key.name)
         if pv is None:
             return Done()
         ref = _map(_map(pv.get("spec")).get("claimRef"))
         if ref.get("name"):
-            pvc = await self.kube.get_pvc(str(ref.get("namespace") or "default"),
-                                          str(ref["name"]))
+            pvc = await self.client.get(PVCS, str(ref.get("namespace") or "default"),
+                                        str(ref["name"]))
         else:
-            pvc = _oldest_pending(await self.kube.claims_naming(key.name))
+            pvc = _oldest_pending(await self.client.by_index(PVCS, VOLUME_NAME_INDEX, key.name))
         step = bind_step(pv, pvc)
         log = self.log.bind(kind="PersistentVolume", name=key.name)
         try:
             return await self._perform(pv, pvc, step, log)
-        except Conflict:
-            log.debug("conflicting write, deciding again")
-            return RequeueAfter(0.0)
+        except NotFound:
+            return RequeueAfter(0.0)  # the PV or the claim went away: decide again
 
     async def _perform(self, pv: dict[str, Any], pvc: dict[str, Any] | None, step: BindStep,
                        log: Any) -> Result:
@@ -185,11 +193,11 @@ class ClaimBinder:
             case SetClaimRef():
                 body = copy.deepcopy(pv)
                 body.setdefault("spec", {})["claimRef"] = claim_ref(claim)
-                await self.kube.replace_pv(body)
+                await self.client.update(PVS, body)
             case SetVolumePhase(phase=phase):
                 body = copy.deepcopy(pv)
                 body["status"] = {**_map(body.get("status")), "phase": phase}
-                await self.kube.replace_pv(body, status=True)
+                await self.client.update_status(PVS, body)
             case SetClaimBound():
                 body = copy.deepcopy(claim)
                 spec = _map(pv.get("spec"))
@@ -197,7 +205,7 @@ class ClaimBinder:
                           "capacity": dict(_map(spec.get("capacity"))),
                           "accessModes": list(spec.get("accessModes") or [])}
                 body["status"] = status
-                await self.kube.replace_pvc_status(body)
+                await self.client.update_status(PVCS, body)
         log.info("claim binder step", step=type(step).__name__, claim=claim_name)
         return RequeueAfter(0.0)
 
@@ -212,9 +220,10 @@ def claim_binder_controller(api_client: Any, *, clock: Clock | None = None, work
                             logger: Any = None) -> Controller:
     """The runtime Controller of the pre-bound claim binder (see the module docstring)."""
     clock = clock if clock is not None else SystemClock()
+    binder = ClaimBinder(api_client, logger=logger)
     sources = [
-        KubeSource(api_client, PVS, clock=clock),
-        KubeSource(api_client, PVCS, clock=clock, mapper=_volume_name_keys),
+        binder.client.source(PVS),
+        binder.client.source(PVCS, mapper=_volume_name_keys),
     ]
-    return Controller(CONTROLLER_NAME, sources, ClaimBinder(api_client, logger=logger),
+    return Controller(CONTROLLER_NAME, sources, binder,
                       workers=workers, clock=clock, logger=logger)

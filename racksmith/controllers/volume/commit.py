@@ -3,7 +3,8 @@
 Owns, in order: performing the step's action (each write optimistic, with
 the resourceVersion read at the start of the reconcile, so a concurrent
 change — the agent's result annotation, another controller — makes it fail
-with ``Conflict`` rather than overwrite), the Volume status through the
+with ``Conflict``, which the runtime requeues, rather than overwrite;
+a PersistentVolume already gone or already there is the step done), the Volume status through the
 status subresource (only when it changed; a started job is recorded there
 before the agent can see it), the Events (through the runtime's
 ``EventRecorder``: a repeat bumps the count of the Event it repeats; a
@@ -14,6 +15,7 @@ a wait, what the planner asked for.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +23,6 @@ from datetime import datetime
 from typing import Any
 
 from racksmith.controllers.volume.jobs import Job, JobOp, new_job
-from racksmith.controllers.volume.kube import Kube
 from racksmith.controllers.volume.names import COMPONENT, FINALIZER
 from racksmith.controllers.volume.plan import (
     AddFinalizer,
@@ -36,9 +37,12 @@ from racksmith.controllers.volume.plan import (
 from racksmith.controllers.volume.status import apply_step, same_status, status_events
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
+from racksmith.runtime.client import Client
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import EventSpec
+from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.resources import PVS, VOLUMES
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 
@@ -61,14 +65,14 @@ def _without(finalizers: Any, name: str) -> list[str]:
 class Committer:
     """Performs steps (see the module docstring)."""
 
-    def __init__(self, kube: Kube, clock: Clock,
+    def __init__(self, client: Client, clock: Clock,
                  job_factory: Callable[[JobOp], Job] = new_job, *,
                  timings: VolumeTimings | None = None,
                  recorder: EventRecorder | None = None) -> None:
-        self.kube = kube
+        self.client = client
         self.clock = clock
         self.recorder = recorder if recorder is not None else EventRecorder(
-            getattr(kube, "api_client", None), COMPONENT, clock=clock)
+            client.api_client, COMPONENT, clock=clock)
         self.job_factory = job_factory
         self.timings = timings if timings is not None else VolumeTimings()
 
@@ -76,7 +80,8 @@ class Committer:
         return self.clock.wall().replace(microsecond=0)
 
     async def commit(self, volume: Volume, raw: Raw, step: Step, log: Any) -> Result:
-        """Carry out ``step`` for ``volume``; raises ``Conflict`` on a lost race."""
+        """Carry out ``step`` for ``volume``; raises ``Conflict`` on a lost race
+        and ``NotFound`` when the Volume is gone."""
         action = step.action
         name = volume.metadata.name or ""
         events = list(step.events)
@@ -88,12 +93,12 @@ class Committer:
                 body = copy.deepcopy(raw.volume)
                 body["metadata"]["finalizers"] = [
                     *_without(body["metadata"].get("finalizers"), FINALIZER), FINALIZER]
-                await self.kube.replace_volume(body)
+                await self.client.update(VOLUMES, body)
             case RemoveFinalizer():
                 body = copy.deepcopy(raw.volume)
                 body["metadata"]["finalizers"] = _without(
                     body["metadata"].get("finalizers"), FINALIZER)
-                await self.kube.replace_volume(body)
+                await self.client.update(VOLUMES, body)
                 log.info("volume released", node=volume.spec.node_name)
                 return Done()
             case StartJob(op=op):
@@ -101,15 +106,21 @@ class Committer:
                 events.append(EventSpec("Normal", "JobStarted",
                                         f"{op.value} job {job} on node {volume.spec.node_name}"))
             case CreatePV(manifest=manifest):
-                await self.kube.create_pv(copy.deepcopy(dict(manifest)))
+                try:
+                    await self.client.create(PVS, copy.deepcopy(dict(manifest)))
+                except AlreadyExists:
+                    # Made by an earlier life of this reconcile; the cache
+                    # has not seen it yet: decide again once it has.
+                    return RequeueAfter(self.timings.job_poll)
             case DeletePV():
-                await self.kube.delete_pv(name)
+                await self.client.delete(PVS, None, name)
             case RemovePVFinalizer():
                 if raw.pv is not None:
                     body = copy.deepcopy(raw.pv)
                     body["metadata"]["finalizers"] = _without(
                         body["metadata"].get("finalizers"), FINALIZER)
-                    await self.kube.replace_pv(body)
+                    with contextlib.suppress(NotFound):
+                        await self.client.update(PVS, body)
         if not isinstance(action, Wait):
             log.info("volume step", action=type(action).__name__,
                      job=str(job) if job is not None else None)
@@ -120,8 +131,7 @@ class Committer:
             if not same_status(old, new):
                 body = copy.deepcopy(raw.volume)
                 body["status"] = _dump(new)
-                if await self.kube.replace_volume(body, status=True) is None:
-                    return Done()
+                await self.client.update_status(VOLUMES, body)
                 events = status_events(old, step) + events
                 old_phase = old.phase.value if old and old.phase else ""
                 if new.phase is not None and old_phase != new.phase.value:

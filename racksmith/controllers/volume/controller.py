@@ -3,10 +3,15 @@
 Owns ``VolumeReconciler`` (read the Volume, its StorageClass, Node and
 PersistentVolume into ``Observed``, ask ``plan.decide`` for the next step,
 hand it to the committer) and ``volume_controller``, which builds the
-runtime ``Controller``: a list+watch of Volumes (the agent's result
-annotation is a Volume event) plus PersistentVolumes mapped to their
-owning Volume and StorageClasses and Nodes mapped to the Volumes waiting
-for them. Talks to the API only through ``kube``.
+runtime ``Controller``. It talks to the API through the runtime
+``Client``: it watches (shared informers) Volumes (the agent's result
+annotation is a Volume event), PersistentVolumes (mapped to their owning
+Volume), StorageClasses and Nodes (mapped, through two indexes of the
+Volume informer, to the Volumes that name them and are not yet deployed:
+``status.phase`` unset or ``Failed``, so Node heartbeats do not wake
+Volumes at rest); it reads them from the cache and writes Volumes (object
+and status) and PersistentVolumes (see ``commit``). A write that lost a
+race raises ``Conflict``, which the runtime requeues.
 
 One step per reconcile; a step that wrote something asks to be reconciled
 again at once, so a controller killed at any moment picks up from the
@@ -21,7 +26,7 @@ actions' own (``JobStarted``, ``PersistentVolumeCreated``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -29,22 +34,50 @@ from pydantic import ValidationError
 
 from racksmith.controllers.volume import names as n
 from racksmith.controllers.volume.commit import Committer, Raw
-from racksmith.controllers.volume.index import VolumeIndex
 from racksmith.controllers.volume.jobs import Job, JobOp, JobResult, new_job
-from racksmith.controllers.volume.kube import Conflict, Kube
 from racksmith.controllers.volume.observed import Observed, PVView, StorageClassView
 from racksmith.controllers.volume.plan import decide, validation_error
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import GROUP, Volume
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
-from racksmith.runtime.keys import ObjectKey, owner_keys
+from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
 from racksmith.runtime.resources import NODES, PVS, STORAGE_CLASSES, VOLUMES
-from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
+from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "volume"
+
+#: Volume informer indexes: the StorageClass / Node a not-yet-deployed Volume names.
+WAITING_ON_CLASS = "waiting-on-storage-class"
+WAITING_ON_NODE = "waiting-on-node"
+
+
+def _waiting(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The spec of a Volume that may be waiting for its StorageClass or Node."""
+    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
+    if (status or {}).get("phase") not in (None, "Failed"):
+        return None
+    spec = obj.get("spec")
+    return spec if isinstance(spec, Mapping) else None
+
+
+def _waiting_on_class(obj: Mapping[str, Any]) -> list[str]:
+    spec = _waiting(obj)
+    return [str(spec["storageClassName"])] if spec and spec.get("storageClassName") else []
+
+
+def _waiting_on_node(obj: Mapping[str, Any]) -> list[str]:
+    spec = _waiting(obj)
+    return [str(spec["nodeName"])] if spec and spec.get("nodeName") else []
+
+
+def _waiting_keys(client: Client, index: str) -> Callable[[Mapping[str, Any]], list[ObjectKey]]:
+    def keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        return sorted(key_of(v) for v in client.indexed(VOLUMES, index, key_of(obj).name))
+    return keys
 
 
 class VolumeReconciler:
@@ -56,19 +89,19 @@ class VolumeReconciler:
                  recorder: EventRecorder | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else VolumeTimings()
-        self.kube = Kube(api_client, n.FIELD_MANAGER)
-        self.index = VolumeIndex()
+        self.client: Client = as_client(api_client).with_field_manager(n.FIELD_MANAGER)
+        self.client.add_index(VOLUMES, WAITING_ON_CLASS, _waiting_on_class)
+        self.client.add_index(VOLUMES, WAITING_ON_NODE, _waiting_on_node)
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, n.COMPONENT, clock=self.clock)).for_component(n.COMPONENT)
-        self.committer = Committer(self.kube, self.clock, job_factory, timings=self.timings,
+        self.committer = Committer(self.client, self.clock, job_factory, timings=self.timings,
                                    recorder=self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.volume")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw_volume = await self.kube.get_volume(key.name)
+        raw_volume = await self.client.get(VOLUMES, None, key.name)
         if raw_volume is None:
-            self.index.forget(key)
             return Done()
         log = self.log.bind(kind="Volume", name=key.name)
         try:
@@ -78,24 +111,23 @@ class VolumeReconciler:
             log.error("volume does not validate", errors=exc.error_count())
             return Done()
         observed, raw = await self._observe(volume, raw_volume)
-        self.index.record(key, volume.spec.storage_class_name, volume.spec.node_name,
-                          validation_error(observed) is not None)
         step = decide(observed)
+        if validation_error(observed) is not None:
+            log.debug("volume waits", why=validation_error(observed))
         try:
             return await self.committer.commit(volume, raw, step, log)
-        except Conflict:
-            log.debug("conflicting write, deciding again")
-            return RequeueAfter(0.0)
+        except NotFound:
+            return Done()  # the Volume went away under us
 
     async def _observe(self, volume: Volume, raw_volume: dict[str, Any]
                        ) -> tuple[Observed, Raw]:
         spec, name = volume.spec, volume.metadata.name or ""
-        raw = Raw(volume=raw_volume, pv=await self.kube.get_pv(name))
-        raw_class = await self.kube.get_storage_class(spec.storage_class_name)
+        raw = Raw(volume=raw_volume, pv=await self.client.get(PVS, None, name))
+        raw_class = await self.client.get(STORAGE_CLASSES, None, spec.storage_class_name)
         observed = Observed(
             volume=volume,
             storage_class=StorageClassView.from_raw(raw_class) if raw_class else None,
-            node_exists=await self.kube.node_exists(spec.node_name),
+            node_exists=await self.client.get(NODES, None, spec.node_name) is not None,
             pv=PVView.from_raw(raw.pv) if raw.pv is not None else None,
             result=JobResult.from_annotations(volume.metadata.annotations),
             timings=self.timings,
@@ -114,13 +146,12 @@ def volume_controller(api_client: Any, *, clock: Clock | None = None, workers: i
     clock = clock if clock is not None else SystemClock()
     reconciler = VolumeReconciler(api_client, clock=clock, logger=logger, timings=timings,
                                   recorder=recorder)
-    index = reconciler.index
+    client = reconciler.client
     sources = [
-        KubeSource(api_client, VOLUMES, clock=clock),
-        KubeSource(api_client, PVS, clock=clock,
-                   mapper=owner_keys(n.VOLUME_KIND, GROUP, controller_only=True)),
-        KubeSource(api_client, STORAGE_CLASSES, clock=clock, mapper=index.storage_class_keys),
-        KubeSource(api_client, NODES, clock=clock, mapper=index.node_keys),
+        client.source(VOLUMES),
+        client.source(PVS, mapper=owner_keys(n.VOLUME_KIND, GROUP, controller_only=True)),
+        client.source(STORAGE_CLASSES, mapper=_waiting_keys(client, WAITING_ON_CLASS)),
+        client.source(NODES, mapper=_waiting_keys(client, WAITING_ON_NODE)),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock,
                       logger=logger)
