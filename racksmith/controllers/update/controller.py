@@ -9,7 +9,7 @@ ClusterMaintenanceRequest and the ClusterWorkloadLocks, UpdateAutoPause,
 which machines start (``plan.to_start``), advancing each machine's node
 flow (``NodeFlow``) — and writes the plan's status; at most every
 ``UpdateTimings.sweep_period`` (30 s) it runs the flow's ``sweep``. The
-decisions are ``plan``'s; the API calls are ``kube``'s. Contract:
+decisions are ``plan``'s. Contract:
 ``docs/design/maintenance-contracts.md``, "The LCM update controller".
 
 Events (core v1, component ``racksmith-update``, through the runtime's
@@ -20,6 +20,18 @@ from the change of the status it writes (``events.plan_events``):
 ``AutoPaused``, ``MachineBlocked``, ``MachineLockFailed``,
 ``ClusterLockFailed`` (Warning). The node flow it drives records its own
 (about the Nodes: ``Cordoned``, ``Evicted``... see the maintenance package).
+
+It talks through the runtime ``Client``. Watched (shared informers, mapped
+to Cluster keys by ``ClusterKeys``): Clusters, Machines, LCMMachines and
+Nodes (heartbeats filtered out by ``on_change``), ClusterUpdatePlans,
+UpdateGroups, UpdateAutoPauses, NodeMaintenanceRequests,
+ClusterWorkloadLocks and NodeWorkloadLocks; all of them are read from the
+cache (ClusterMaintenanceRequests and GracefulRebootRequests from whichever
+informer of the process serves them, else live). Written: UpdateGroups and
+ClusterUpdatePlans (created; plan spec and status PUT with the
+resourceVersion read), the cluster's ClusterMaintenanceRequest (created,
+deleted). A lost race raises ``Conflict``, which the runtime requeues; an
+object that is gone under a write ends the reconcile.
 """
 
 from __future__ import annotations
@@ -42,13 +54,13 @@ from racksmith.controllers.update.flow import (
     NodeProgress,
     RebootPolicy,
 )
-from racksmith.controllers.update.kube import Conflict, Kube
 from racksmith.controllers.update.names import (
     BLOCKED,
     CLUSTER_LABEL,
     CMR_API_VERSION,
     COMPONENT,
     CONTROLLER_NAME,
+    FIELD_MANAGER,
     GROUP_API_VERSION,
     NAMESPACE_ANNOTATION,
     OWNER_LABEL,
@@ -74,8 +86,10 @@ from racksmith.kinds.lcm import (
 )
 from racksmith.kinds.maintenance import LockState, MaintenanceScope
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder, object_ref
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import (
@@ -93,37 +107,47 @@ from racksmith.runtime.resources import (
     UPDATE_GROUPS,
 )
 from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
 
 # --- event → cluster mapping -------------------------------------------------------
 
 
-class ClusterIndex:
-    """Known clusters and their machines, to map events to Cluster keys."""
+#: Machine informer index: a Machine's name (its Node's name).
+MACHINE_NAME_INDEX = "metadata.name"
 
-    def __init__(self) -> None:
-        self._machines: dict[ObjectKey, frozenset[str]] = {}
 
-    def record(self, key: ObjectKey, machines: frozenset[str]) -> None:
-        self._machines[key] = machines
+def _name_index(obj: Mapping[str, Any]) -> list[str]:
+    name = (obj.get("metadata") or {}).get("name")
+    return [str(name)] if name else []
 
-    def forget(self, key: ObjectKey) -> None:
-        self._machines.pop(key, None)
+
+class ClusterKeys:
+    """Mappers from an event to the Cluster keys it concerns, over the
+    shared informers of Clusters and Machines (no state of its own)."""
+
+    def __init__(self, client: Client, namespace: str | None) -> None:
+        self.client = client
+        self.namespace = namespace
+        client.add_index(MACHINES, MACHINE_NAME_INDEX, _name_index, namespace)
+
+    def _clusters(self, namespace: str | None) -> list[ObjectKey]:
+        return sorted(key_of(c) for c in
+                      self.client.informer(CLUSTERS, self.namespace).list(namespace))
 
     def everything(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
-        """Every known cluster (for cluster-wide objects: ClusterWorkloadLocks)."""
-        return sorted(self._machines)
+        """Every cluster (for cluster-wide objects: ClusterWorkloadLocks)."""
+        return self._clusters(None)
 
     def of_namespace(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """The clusters of the object's namespace (UpdateGroups, UpdateAutoPauses)."""
-        ns = key_of(obj).namespace
-        return sorted(k for k in self._machines if k.namespace == ns)
+        return self._clusters(key_of(obj).namespace)
 
     def of_node(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """The clusters with a machine named like the node (Nodes, NodeWorkloadLocks, NMRs)."""
         meta = obj.get("metadata") or {}
         node = str((obj.get("spec") or {}).get("nodeName") or meta.get("name") or "")
-        keys = {k for k, names in self._machines.items() if node in names}
+        keys = {ObjectKey(key_of(m).namespace, str(m["spec"]["clusterName"]))
+                for m in self.client.indexed(MACHINES, MACHINE_NAME_INDEX, node, self.namespace)
+                if (m.get("spec") or {}).get("clusterName")}
         labels = meta.get("labels") or {}
         ns = (meta.get("annotations") or {}).get(NAMESPACE_ANNOTATION)
         if labels.get(CLUSTER_LABEL) and ns:
@@ -210,33 +234,30 @@ class UpdateReconciler:
                  clock: Clock | None = None, logger: Any = None,
                  timings: UpdateTimings | None = None,
                  recorder: EventRecorder | None = None) -> None:
-        self.kube = Kube(api_client)
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.flow = flow
         self.timings = timings if timings is not None else UpdateTimings()
         self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
-        self.index = ClusterIndex()
         self._last_sweep: float | None = None
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.update")
 
     async def reconcile(self, key: ObjectKey) -> Result:
         await self._maybe_sweep()
-        raw = await self.kube.get(CLUSTERS, key.namespace, key.name)
+        raw = await self.client.get(CLUSTERS, key.namespace, key.name)
         if raw is None:
-            self.index.forget(key)
             return Done()
         cluster = Cluster.model_validate(raw)
         try:
             return await self._reconcile(key, cluster)
-        except Conflict:
-            return RequeueAfter(0.0)
+        except NotFound:
+            return Done()  # the plan went away under a write: its delete event follows
 
     async def _reconcile(self, key: ObjectKey, cluster: Cluster) -> Result:
         world = await self._observe(key, cluster)
-        self.index.record(key, frozenset(m.name for m in world.machines))
         if await self._ensure_groups(key, cluster, world):
             return RequeueAfter(0.0)
         active = [(r, p) for r, p in world.plans if not decide.is_completed(p)]
@@ -252,8 +273,8 @@ class UpdateReconciler:
                 self.log.info("replacing stale plan", kind="ClusterUpdatePlan",
                               namespace=key.namespace, name=plan.metadata.name,
                               target=plan.spec.target, wanted=target)
-                await self.kube.delete(CMRS, None, cmr_name(key.namespace, key.name))
-                await self.kube.delete(PLANS, key.namespace, plan.metadata.name or "")
+                await self.client.delete(CMRS, None, cmr_name(key.namespace, key.name))
+                await self.client.delete(PLANS, key.namespace, plan.metadata.name or "")
                 return RequeueAfter(0.0)
             return await self._drive(key, world, raw, plan)
         if decide.wants_plan(target, world.machines):
@@ -268,22 +289,22 @@ class UpdateReconciler:
 
     async def _observe(self, key: ObjectKey, cluster: Cluster) -> World:
         ns = key.namespace
-        raw_groups = await self.kube.list_objects(UPDATE_GROUPS, ns)
+        raw_groups = await self.client.list(UPDATE_GROUPS, ns)
         groups = [g for g in (_parse(UpdateGroup, r) for r in raw_groups) if g is not None]
         policies = [GroupPolicy(g.metadata.name or "", g.spec.index, g.spec.concurrent_updates,
                                 g.spec.reboot_if_update_requires) for g in groups]
         known = {p.name for p in policies}
         lcms: dict[str, LCMMachine] = {}
-        for r in await self.kube.list_objects(LCMMACHINES, ns):
+        for r in await self.client.list(LCMMACHINES, ns):
             lcm = _parse(LCMMachine, r)
             if lcm is not None:
                 lcms[lcm.metadata.name or ""] = lcm
         nmr_owners: dict[str, str] = {}
-        for r in await self.kube.list_objects(NMRS):
+        for r in await self.client.list(NMRS):
             node = str((r.get("spec") or {}).get("nodeName") or r["metadata"]["name"])
             nmr_owners[node] = str((r["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
         machines: list[MachineView] = []
-        for r in await self.kube.list_objects(MACHINES, ns):
+        for r in await self.client.list(MACHINES, ns):
             m = _parse(Machine, r)
             if m is None or m.spec.cluster_name != key.name or m.metadata.deletion_timestamp:
                 continue
@@ -301,7 +322,7 @@ class UpdateReconciler:
                 pinned=(m.metadata.annotations or {}).get(RELEASE_ANNOTATION),
                 nmr_owner=nmr_owners.get(name)))
         plans: list[tuple[dict[str, Any], ClusterUpdatePlan]] = []
-        for r in await self.kube.list_objects(PLANS, ns):
+        for r in await self.client.list(PLANS, ns):
             p = _parse(ClusterUpdatePlan, r)
             if p is not None and p.spec.cluster == key.name:
                 plans.append((r, p))
@@ -336,7 +357,7 @@ class UpdateReconciler:
                     "metadata": {"name": g.name, "namespace": key.namespace,
                                  "labels": {CLUSTER_LABEL: key.name}},
                     "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}
-            if await self.kube.create(UPDATE_GROUPS, key.namespace, body):
+            if await self._create(UPDATE_GROUPS, body):
                 created = True
                 self.log.info("update group created", kind="UpdateGroup",
                               namespace=key.namespace, name=g.name)
@@ -354,7 +375,7 @@ class UpdateReconciler:
             return False
         name = plan_name(key.name, target)
         if any(p.metadata.name == name for _, p in world.plans):
-            await self.kube.delete(PLANS, key.namespace, name)  # a completed namesake
+            await self.client.delete(PLANS, key.namespace, name)  # a completed namesake
         spec = ClusterUpdatePlanSpec(
             cluster=key.name,
             source=decide.source_release(m.release for m in world.machines if m.release),
@@ -365,7 +386,7 @@ class UpdateReconciler:
                 "metadata": {"name": name, "namespace": key.namespace,
                              "labels": {CLUSTER_LABEL: key.name}},
                 "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True)}
-        if await self.kube.create(PLANS, key.namespace, body):
+        if await self._create(PLANS, body):
             self.log.info("update plan created", kind="ClusterUpdatePlan",
                           namespace=key.namespace, name=name, source=spec.source,
                           target=target, steps=[s.id for s in spec.steps])
@@ -380,12 +401,12 @@ class UpdateReconciler:
     async def _drop_orphan_cmr(self, key: ObjectKey, owners: set[str]) -> None:
         """Delete the cluster's CMR left by a plan that is no longer active."""
         name = cmr_name(key.namespace, key.name)
-        cmr = await self.kube.get(CMRS, None, name)
+        cmr = await self.client.get(CMRS, None, name)
         if cmr is None:
             return
         owner = str((cmr["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
         if owner.startswith("plan.") and owner not in owners:
-            await self.kube.delete(CMRS, None, name)
+            await self.client.delete(CMRS, None, name)
             self.log.info("cluster maintenance ended", kind="ClusterMaintenanceRequest",
                           name=name, owner=owner)
 
@@ -404,7 +425,7 @@ class UpdateReconciler:
 
     async def _firing(self, namespace: str) -> tuple[list[str], str | None]:
         wanted: set[str] = set()
-        for r in await self.kube.list_objects(AUTOPAUSES, namespace):
+        for r in await self.client.list(AUTOPAUSES, namespace):
             wanted |= {str(a) for a in (r.get("spec") or {}).get("alerts") or []}
         if not wanted:
             return [], None
@@ -415,7 +436,7 @@ class UpdateReconciler:
         """(every ClusterWorkloadLock inactive, the failed ones' message)."""
         ready = True
         failed: list[str] = []
-        for r in await self.kube.list_objects(CLUSTER_LOCKS):
+        for r in await self.client.list(CLUSTER_LOCKS):
             status = r.get("status") or {}
             state = status.get("state") or LockState.ACTIVE.value
             if state != LockState.INACTIVE.value:
@@ -430,15 +451,29 @@ class UpdateReconciler:
         for m in world.machines:
             if not m.is_etcd:
                 continue
-            if m.nmr_owner is not None or not await self.kube.node_ready(m.name):
+            if m.nmr_owner is not None or not await self._node_ready(m.name):
                 return False
+        return True
+
+    async def _node_ready(self, name: str) -> bool:
+        """The Node exists and its Ready condition is True."""
+        node = await self.client.get(NODES, None, name)
+        conditions = ((node or {}).get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    async def _create(self, resource: Any, body: dict[str, Any]) -> bool:
+        """Create ``body``; False when it exists already."""
+        try:
+            await self.client.create(resource, body)
+        except AlreadyExists:
+            return False
         return True
 
     async def _ensure_cmr(self, key: ObjectKey, owner: str, target: str) -> None:
         name = cmr_name(key.namespace, key.name)
-        if await self.kube.get(CMRS, None, name) is not None:
+        if await self.client.get(CMRS, None, name) is not None:
             return
-        await self.kube.create(CMRS, None, {
+        await self._create(CMRS, {
             "apiVersion": CMR_API_VERSION, "kind": "ClusterMaintenanceRequest",
             "metadata": {"name": name, "labels": {OWNER_LABEL: owner, CLUSTER_LABEL: key.name},
                          "annotations": {NAMESPACE_ANNOTATION: key.namespace}},
@@ -469,9 +504,7 @@ class UpdateReconciler:
                 raw = dict(raw)
                 raw["spec"] = {**raw["spec"], "steps": [
                     s.model_dump(mode="json", by_alias=True, exclude_none=True) for s in steps]}
-                written = await self.kube.replace(PLANS, raw)
-                if written is None:
-                    return Done()
+                written = await self.client.update(PLANS, raw)
                 raw, plan = written, ClusterUpdatePlan.model_validate(written)
                 self.log.info("plan auto-paused", kind="ClusterUpdatePlan",
                               namespace=key.namespace, name=name, alerts=firing)
@@ -524,13 +557,11 @@ class UpdateReconciler:
                           name=machine, plan=name)
             await self.flow.finish(self._job(key, world, owner, target, machine))
         if status.phase == PlanPhase.COMPLETED:
-            await self.kube.delete(CMRS, None, cmr_name(key.namespace, key.name))
+            await self.client.delete(CMRS, None, cmr_name(key.namespace, key.name))
         if not decide.same_status(plan.status, status):
             raw = dict(raw)
             raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
-            written = await self.kube.replace(PLANS, raw, status=True)
-            if written is None:
-                return Done()
+            written = await self.client.update_status(PLANS, raw)
             await self.recorder.record_all(written, plan_events(
                 plan, status, cluster_lock_failed=lock_failed))
         if status.phase == PlanPhase.COMPLETED:
@@ -549,11 +580,11 @@ class UpdateReconciler:
         self._last_sweep = now
         try:
             owners = {plan_owner(str(r["metadata"].get("namespace")), str(r["metadata"]["name"]))
-                      for r in await self.kube.list_objects(PLANS)
+                      for r in await self.client.list(PLANS)
                       if ((r.get("status") or {}).get("phase")) != "Completed"}
             owners |= {reboot_owner(str(r["metadata"].get("namespace")),
                                     str(r["metadata"]["name"]))
-                       for r in await self.kube.list_objects(REBOOTS)}
+                       for r in await self.client.list(REBOOTS)}
             swept = await self.flow.sweep(owners)
         except Exception as exc:  # hygiene never fails a reconcile
             self.log.warning("maintenance sweep failed", error=str(exc))
@@ -597,13 +628,13 @@ def update_controller(
                         "and node_maintenance (a flow)")
     reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
                                   logger=logger, timings=timings, recorder=recorder)
-    index = reconciler.index
+    client = reconciler.client
+    index = ClusterKeys(client, namespace)
 
-    def source(res: Any, mapper: Any = None, *, scoped: bool = True) -> KubeSource:
-        kwargs: dict[str, Any] = {"namespace": namespace if scoped else None, "clock": clock}
-        if mapper is not None:
-            kwargs["mapper"] = mapper
-        return KubeSource(api_client, res, **kwargs)
+    def source(res: Any, mapper: Any = None, *, scoped: bool = True) -> Any:
+        if mapper is None:
+            return client.source(res, namespace=namespace if scoped else None)
+        return client.source(res, namespace=namespace if scoped else None, mapper=mapper)
 
     sources = [
         source(CLUSTERS),
@@ -620,4 +651,4 @@ def update_controller(
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
 
 
-__all__ = ["ClusterIndex", "UpdateReconciler", "update_controller"]
+__all__ = ["ClusterKeys", "UpdateReconciler", "update_controller"]
