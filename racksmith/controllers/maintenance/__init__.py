@@ -6,7 +6,7 @@ with back-off, naming the PodDisruptionBudget that refuses), ``reboot``
 (the GracefulRebootRequest controller), ``events`` (the Events about Nodes
 the flow records: ``Cordoned``, ``DrainStarted``, ``Evicted``,
 ``EvictionRefused``, ``RebootRequested``, ``Uncordoned``), ``timings`` (its
-waits), ``kube`` (the only API access).
+waits); the API access is the runtime ``Client``.
 The contracts are in ``docs/design/maintenance-contracts.md``.
 """
 

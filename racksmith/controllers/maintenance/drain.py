@@ -24,7 +24,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from racksmith.controllers.maintenance.events import EVICTED, EVICTION_REFUSED, node_ref
-from racksmith.controllers.maintenance.kube import EvictionRefused, MaintenanceKube
 from racksmith.planners.maintenance import (
     MaintenanceTimings,
     PodView,
@@ -32,7 +31,10 @@ from racksmith.planners.maintenance import (
     eviction_backoff,
     is_evictable,
 )
+from racksmith.runtime.client import Client
+from racksmith.runtime.errors import TooManyRequests
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.resources import PDBS, PODS
 
 _BUDGET_NAME = re.compile(r"disruption budget (\S+?)[,:]?\s")
 
@@ -48,9 +50,9 @@ class _Attempts:
 class Drainer:
     """Evicts pods with back-off and remembers why they were refused."""
 
-    def __init__(self, kube: MaintenanceKube, timings: MaintenanceTimings,
+    def __init__(self, client: Client, timings: MaintenanceTimings,
                  recorder: EventRecorder | None = None) -> None:
-        self.kube = kube
+        self.client = client
         self.timings = timings
         self.recorder = recorder
         self._attempts: dict[tuple[str, str], _Attempts] = {}
@@ -82,7 +84,7 @@ class Drainer:
         done: list[str] = []
         for pod in pods:
             key = (pod.namespace, pod.name)
-            refused = await self.kube.evict(pod.namespace, pod.name)
+            refused = await self.client.evict(pod.namespace, pod.name)
             if refused is None:
                 self._attempts.pop(key, None)
                 done.append(f"evicted {pod.namespace}/{pod.name}")
@@ -104,18 +106,20 @@ class Drainer:
         if self.recorder is not None:
             await self.recorder.record(node_ref(node), type_, reason, message)
 
-    async def name_budget(self, namespace: str, pod: str, refused: EvictionRefused) -> Refusal:
+    async def name_budget(self, namespace: str, pod: str, refused: TooManyRequests) -> Refusal:
         """The refusal with the PodDisruptionBudget named when it can be found."""
-        budget_causes = [m for r, m in refused.causes if r == "DisruptionBudget" and m]
+        budget_causes = [c.message for c in refused.causes
+                         if c.reason == "DisruptionBudget" and c.message]
         reason = budget_causes[0] if budget_causes else (
-            next((m for _, m in refused.causes if m), None) or refused.message)
+            next((c.message for c in refused.causes if c.message), None)
+            or refused.message or refused.reason or str(refused.status))
         for text in (*budget_causes, refused.message):
             found = _BUDGET_NAME.search(text + " ")
             if found:
                 return Refusal(reason, found.group(1))
-        raw = await self.kube.get_pod(namespace, pod)
+        raw = await self.client.get(PODS, namespace, pod)
         labels = ((raw or {}).get("metadata") or {}).get("labels") or {}
-        for pdb in await self.kube.list_pdbs(namespace):
+        for pdb in await self.client.list(PDBS, namespace):
             selector = (pdb.get("spec") or {}).get("selector")
             if selector and selector_matches(selector, labels):
                 return Refusal(reason, str((pdb.get("metadata") or {}).get("name")))

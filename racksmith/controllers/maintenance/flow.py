@@ -15,11 +15,24 @@ Each write is an Event about the Node (``events.action_events``, through
 the runtime's ``EventRecorder``, component ``racksmith-maintenance``):
 ``Cordoned``, ``DrainStarted``, ``Evicted``/``EvictionRefused`` (the
 drainer's), ``RebootRequested``, ``Uncordoned``.
+
+It talks through the runtime ``Client`` (field manager
+``racksmith-maintenance``) and watches nothing itself: the controllers that
+run it watch what wakes them. Read from the shared informers where the
+process has them (Nodes, NodeMaintenanceRequests, NodeWorkloadLocks by an
+index on ``spec.nodeName``, Machines, LCMMachines, BareMetalHosts,
+ClusterUpdatePlans, GracefulRebootRequests; its own writes are in the cache
+at once); the node's pods are listed live, since the next decision of the
+same call must see the evictions it just made. Written: the
+NodeMaintenanceRequest (created, merge-patched annotations, deleted), the
+Node (merge-patched cordon and annotations), the Machine's release
+annotation, the BareMetalHost's reboot annotation, pod evictions. Merge
+patches carry no precondition; a request created meanwhile by another
+(``AlreadyExists``) is decided on again from a fresh read.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -28,7 +41,6 @@ import structlog
 
 from racksmith.controllers.maintenance.drain import Drainer
 from racksmith.controllers.maintenance.events import COMPONENT, action_events, node_ref
-from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
 from racksmith.kinds.maintenance import NodeMaintenanceRequest
 from racksmith.planners.maintenance import (
     BMH_REBOOT_ANNOTATION,
@@ -65,19 +77,26 @@ from racksmith.planners.maintenance import (
     parse_owner,
     rfc3339,
 )
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.resources import (
     HOSTS,
     LCMMACHINES,
     MACHINES,
     NMRS,
     NODE_LOCKS,
+    NODES,
     PLANS,
+    PODS,
     REBOOTS,
 )
 
 MAX_ACTIONS = 10
+FIELD_MANAGER = "racksmith-maintenance"
+NODE_NAME = "spec.nodeName"
 
 OwnersAlive = Callable[[str], bool] | set[str] | frozenset[str]
 
@@ -88,12 +107,13 @@ class NodeMaintenance:
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
                  logger: Any = None, timings: MaintenanceTimings | None = None,
                  recorder: EventRecorder | None = None) -> None:
-        self.kube = MaintenanceKube(api_client)
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
+        self.client.add_index(NODE_LOCKS, field_index_name(NODE_NAME), field_index(NODE_NAME))
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
-        self.drainer = Drainer(self.kube, self.timings, self.recorder)
+        self.drainer = Drainer(self.client, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")
 
@@ -104,7 +124,7 @@ class NodeMaintenance:
 
         Returns where it stopped; ``ReadyToFinish`` asks the caller to record
         the machine as done and call ``finish``. May be called any number of
-        times. Raises ``ApiException`` on API errors (the caller retries).
+        times. Raises ``ApiError`` on API errors (the caller retries).
         """
         log = self.log.bind(kind="NodeMaintenanceRequest", name=job.node, owner=job.owner)
         progress: NodeProgress | None = None
@@ -118,10 +138,7 @@ class NodeMaintenance:
                 log.info("node maintenance", state=str(decision.progress.state),
                          message=decision.progress.message)
             progress = decision.progress
-            try:
-                await self._act(job, observed, decision.action, log)
-            except Conflict:
-                log.debug("conflicting write, deciding again")
+            await self._act(job, observed, decision.action, log)
         assert progress is not None
         return replace(progress, requeue=0.0)
 
@@ -130,17 +147,17 @@ class NodeMaintenance:
 
         Idempotent: a request already gone is fine.
         """
-        raw = await self.kube.get(NMRS, None, job.node)
+        raw = await self.client.get(NMRS, None, job.node)
         if raw is None or _labels(raw).get(OWNER_LABEL) != job.owner:
             return
-        await self.kube.delete(NMRS, None, job.node)
+        await self.client.delete(NMRS, None, job.node)
         self.log.info("node maintenance finished", name=job.node, owner=job.owner)
 
     async def release(self, owner: str) -> list[str]:
         """End every maintenance of ``owner`` at once (the owner is gone): uncordon the
         nodes it cordoned and delete its requests. Idempotent."""
         done: list[str] = []
-        for raw in await self.kube.list_objects(NMRS, label_selector=f"{OWNER_LABEL}={owner}"):
+        for raw in await self.client.list(NMRS, labels={OWNER_LABEL: owner}):
             done.extend(await self._release_request(raw))
         return done
 
@@ -149,24 +166,24 @@ class NodeMaintenance:
     async def observe(self, job: NodeJob) -> NodeObserved:
         """One snapshot of everything ``decide`` looks at."""
         now = self.clock.wall()
-        raw_node = await self.kube.get_node(job.node)
+        raw_node = await self.client.get(NODES, None, job.node)
         node = node_view(raw_node) if raw_node is not None else None
-        raw_req = await self.kube.get(NMRS, None, job.node)
+        raw_req = await self.client.get(NMRS, None, job.node)
         request = None
         if raw_req is not None:
             request = RequestView(_labels(raw_req).get(OWNER_LABEL), _annotations(raw_req))
         locks = tuple(lock_view(raw) for raw in await self._locks(job.node))
-        pods = self.drainer.views(job.node, await self.kube.node_pods(job.node)) \
+        pods = self.drainer.views(job.node, await self._pods(job.node)) \
             if raw_node is not None else ()
-        raw_machine = await self.kube.get(MACHINES, job.namespace, job.machine)
+        raw_machine = await self.client.get(MACHINES, job.namespace, job.machine)
         machine_release = _annotations(raw_machine).get(RELEASE_ANNOTATION) \
             if raw_machine else None
         host = (((raw_machine or {}).get("status") or {}).get("hostRef") or {}).get("name")
-        raw_lcm = await self.kube.get(LCMMACHINES, job.namespace, job.machine)
+        raw_lcm = await self.client.get(LCMMACHINES, job.namespace, job.machine)
         bmh: str | None = None
         pending = False
         if host:
-            raw_bmh = await self.kube.get(HOSTS, job.namespace, str(host))
+            raw_bmh = await self.client.get(HOSTS, job.namespace, str(host))
             if raw_bmh is not None:
                 bmh = str(host)
                 pending = BMH_REBOOT_ANNOTATION in _annotations(raw_bmh)
@@ -177,8 +194,12 @@ class NodeMaintenance:
             bmh=bmh, bmh_reboot_pending=pending, timings=self.timings)
 
     async def _locks(self, node: str) -> list[dict[str, Any]]:
-        items = await self.kube.list_objects(NODE_LOCKS, field_selector=f"spec.nodeName={node}")
+        items = await self.client.list(NODE_LOCKS, fields={NODE_NAME: node})
         return [i for i in items if (i.get("spec") or {}).get("nodeName") == node]
+
+    async def _pods(self, node: str) -> list[dict[str, Any]]:
+        items = await self.client.list(PODS, fields={NODE_NAME: node}, live=True)
+        return [p for p in items if (p.get("spec") or {}).get("nodeName") == node]
 
     # --- acting -------------------------------------------------------------------------
 
@@ -187,12 +208,16 @@ class NodeMaintenance:
         now = observed.now
         match action:
             case CreateRequest(was_unschedulable=was):
-                await self.kube.create_cluster_object(NMRS, request_body(job, was))
+                try:
+                    await self.client.create(NMRS, request_body(job, was))
+                except AlreadyExists:
+                    log.debug("a request for the node exists already, deciding again")
+                    return
                 log.info("maintenance requested", was_unschedulable=was)
             case Cordon(mark=mark):
                 meta: dict[str, Any] = {"annotations": {CORDONED_BY: job.owner}} if mark else {}
-                await self.kube.patch_node(job.node, {"metadata": meta,
-                                                      "spec": {"unschedulable": True}})
+                await self._patch(NODES, job.node, {"metadata": meta,
+                                                    "spec": {"unschedulable": True}})
                 log.info("node cordoned")
             case StartDrain(at=at):
                 await self._annotate_request(job, {DRAIN_STARTED: rfc3339(at)})
@@ -200,9 +225,8 @@ class NodeMaintenance:
                 for line in await self.drainer.evict(job.node, pods, now):
                     log.info(line)
             case SetRelease(release=release):
-                await self.kube.patch(MACHINES, job.namespace, job.machine,
-                                      {"metadata": {"annotations": {
-                                          RELEASE_ANNOTATION: release}}})
+                await self._patch(MACHINES, job.machine, {"metadata": {"annotations": {
+                    RELEASE_ANNOTATION: release}}}, job.namespace)
                 log.info("machine release set", release=release)
             case RecordReboot(boot_id=boot_id):
                 await self._annotate_request(job, {REBOOT_BOOT_ID: boot_id,
@@ -212,14 +236,14 @@ class NodeMaintenance:
                 # The request is written first: a crash in between is covered by the
                 # repeat after ``timings.reboot_retry``.
                 await self._annotate_request(job, {REBOOT_REQUESTED: rfc3339(at)})
-                await self.kube.patch(HOSTS, job.namespace, bmh, {"metadata": {
-                    "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}})
+                await self._patch(HOSTS, bmh, {"metadata": {
+                    "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}}, job.namespace)
                 log.info("reboot requested", bmh=bmh)
             case Uncordon(keep_cordoned=keep):
                 body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
                 if not keep:
                     body["spec"] = {"unschedulable": False}
-                await self.kube.patch_node(job.node, body)
+                await self._patch(NODES, job.node, body)
                 log.info("node uncordoned", kept_cordoned=keep)
             case _:
                 raise AssertionError(f"unexpected action {action!r}")
@@ -227,7 +251,16 @@ class NodeMaintenance:
 
     async def _annotate_request(self, job: NodeJob, annotations: dict[str, str | None]
                                 ) -> None:
-        await self.kube.patch(NMRS, None, job.node, {"metadata": {"annotations": annotations}})
+        await self._patch(NMRS, job.node, {"metadata": {"annotations": annotations}})
+
+    async def _patch(self, resource: Any, name: str, body: dict[str, Any],
+                     namespace: str | None = None) -> bool:
+        """Merge-patch (RFC 7386: ``None`` removes a key); False if the object is gone."""
+        try:
+            await self.client.patch(resource, namespace, name, body)
+        except NotFound:
+            return False
+        return True
 
     def _log_state(self, log: Any, before: NodeProgress | None, now: NodeProgress) -> None:
         if before is None or before.state != now.state:
@@ -253,8 +286,8 @@ class NodeMaintenance:
         alive = self._alive_predicate(owners_alive)
         done: list[str] = []
         nodes = {str((n.get("metadata") or {}).get("name")): n
-                 for n in await self.kube.list_nodes()}
-        requests = await self.kube.list_objects(NMRS)
+                 for n in await self.client.list(NODES)}
+        requests = await self.client.list(NMRS)
         by_node: dict[str, str | None] = {}
         released: set[str] = set()
         for raw in requests:
@@ -265,10 +298,10 @@ class NodeMaintenance:
             machine = _labels(raw).get(MACHINE_LABEL) or node
             namespace = _annotations(raw).get(NAMESPACE_ANNOTATION)
             if node not in nodes:
-                exists = namespace is not None and await self.kube.get(
+                exists = namespace is not None and await self.client.get(
                     MACHINES, namespace, machine) is not None
                 if not exists:
-                    await self.kube.delete(NMRS, None, name)
+                    await self.client.delete(NMRS, None, name)
                     done.append(f"deleted NodeMaintenanceRequest {name}: node and machine gone")
                     continue
             if owner is not None and not await alive(owner):
@@ -276,18 +309,18 @@ class NodeMaintenance:
                 released.add(node)
                 continue
             by_node[node] = owner
-        for raw in await self.kube.list_objects(NODE_LOCKS):
+        for raw in await self.client.list(NODE_LOCKS):
             node = str((raw.get("spec") or {}).get("nodeName") or "")
             if node and node not in nodes:
                 name = str((raw.get("metadata") or {}).get("name"))
-                await self.kube.delete(NODE_LOCKS, None, name)
+                await self.client.delete(NODE_LOCKS, None, name)
                 done.append(f"deleted NodeWorkloadLock {name}: node {node} gone")
         for name, raw_node in nodes.items():
             owner = _annotations(raw_node).get(CORDONED_BY)
             if owner is None or by_node.get(name) == owner or name in released:
                 continue
-            await self.kube.patch_node(name, {"metadata": {"annotations": {CORDONED_BY: None}},
-                                              "spec": {"unschedulable": False}})
+            await self._patch(NODES, name, {"metadata": {"annotations": {CORDONED_BY: None}},
+                                            "spec": {"unschedulable": False}})
             done.append(f"uncordoned Node {name}: left cordoned by {owner} without a request")
         for line in done:
             self.log.info("maintenance sweep", action=line)
@@ -316,9 +349,9 @@ class NodeMaintenance:
             return True
         prefix, namespace, name = parsed
         if prefix == PLAN_OWNER_PREFIX:
-            return await self.kube.get(PLANS, namespace, name) is not None
+            return await self.client.get(PLANS, namespace, name) is not None
         if prefix == REBOOT_OWNER_PREFIX:
-            return await self.kube.get(REBOOTS, namespace, name) is not None
+            return await self.client.get(REBOOTS, namespace, name) is not None
         return True
 
     async def _release_request(self, raw: dict[str, Any],
@@ -328,15 +361,14 @@ class NodeMaintenance:
         node = str((raw.get("spec") or {}).get("nodeName") or name)
         owner = _labels(raw).get(OWNER_LABEL)
         if raw_node is None:
-            raw_node = await self.kube.get_node(node)
+            raw_node = await self.client.get(NODES, None, node)
         if raw_node is not None and owner and _annotations(raw_node).get(CORDONED_BY) == owner:
             body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
             if _annotations(raw).get(WAS_UNSCHEDULABLE) != "true":
                 body["spec"] = {"unschedulable": False}
-            await self.kube.patch_node(node, body)
+            await self._patch(NODES, node, body)
             done.append(f"uncordoned Node {node}: owner {owner} gone")
-        with contextlib.suppress(Conflict):
-            await self.kube.delete(NMRS, None, name)
+        await self.client.delete(NMRS, None, name)
         done.append(f"deleted NodeMaintenanceRequest {name}: owner {owner} gone")
         return done
 

@@ -20,10 +20,15 @@ Its node flow records the Events about the Nodes (``Cordoned``,
 ``Uncordoned``; component ``racksmith-maintenance``); the controller
 records none of its own.
 
-Watches GracefulRebootRequests, NodeMaintenanceRequests (by owner label),
-Nodes, LCMMachines and NodeWorkloadLocks (mapped to the request whose
-machine they concern), and requeues every ``GracefulRebootTimings.poll``
-(5 s) while in progress.
+It talks through the runtime ``Client``. Watches (shared informers)
+GracefulRebootRequests, NodeMaintenanceRequests (by owner label), Nodes,
+LCMMachines and NodeWorkloadLocks (mapped, through the node's
+NodeMaintenanceRequest in the cache, to the request that holds it), and
+requeues every ``GracefulRebootTimings.poll`` (5 s) while in progress (a
+machine whose request is not created yet is looked at again then). Reads
+Machines, Clusters and the requests from the cache; writes the request's
+status (PUT with the resourceVersion read: a lost race raises
+``Conflict``, which the runtime requeues).
 """
 
 from __future__ import annotations
@@ -35,8 +40,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from racksmith.controllers.maintenance.flow import NodeMaintenance
-from racksmith.controllers.maintenance.kube import Conflict, MaintenanceKube
+from racksmith.controllers.maintenance.flow import FIELD_MANAGER, NodeMaintenance
 from racksmith.controllers.maintenance.timings import GracefulRebootTimings
 from racksmith.kinds.cluster import Cluster, Machine, Role
 from racksmith.kinds.common import Condition, ConditionStatus
@@ -59,8 +63,10 @@ from racksmith.planners.maintenance import (
     parse_owner,
     reboot_owner,
 )
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import (
@@ -73,7 +79,6 @@ from racksmith.runtime.resources import (
     REBOOTS,
 )
 from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
 
 CONTROLLER_NAME = "graceful-reboot"
 DONE = "Done"
@@ -97,35 +102,27 @@ def reboot_order(machines: Sequence[Machine], wanted: Sequence[str]) -> list[str
     return [m.metadata.name or "" for m in sorted(chosen, key=rank)]
 
 
-class RebootIndex:
-    """Which machine each request works on, to map events of that machine's objects."""
+class RequestKeys:
+    """Mappers: an object of a node → the GracefulRebootRequest holding that
+    node's NodeMaintenanceRequest (from the shared informer of requests)."""
 
-    def __init__(self) -> None:
-        self._current: dict[ObjectKey, str] = {}
+    def __init__(self, client: Client) -> None:
+        self.client = client
 
-    def record(self, key: ObjectKey, machine: str | None) -> None:
-        if machine is None:
-            self._current.pop(key, None)
-        else:
-            self._current[key] = machine
-
-    def forget(self, key: ObjectKey) -> None:
-        self._current.pop(key, None)
-
-    def machine_keys(self, machine: str, namespace: str | None = None) -> list[ObjectKey]:
-        return sorted(k for k, m in self._current.items()
-                      if m == machine and (namespace is None or k.namespace == namespace))
+    def of_node(self, node: str) -> list[ObjectKey]:
+        found = self.client.informer(NMRS).get(ObjectKey("", node))
+        return request_keys(found) if found is not None else []
 
     def node_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
-        return self.machine_keys(key_of(obj).name)
+        return self.of_node(key_of(obj).name)
 
     def lcm_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         key = key_of(obj)
-        return self.machine_keys(key.name, key.namespace)
+        return [k for k in self.of_node(key.name) if k.namespace == key.namespace]
 
     def lock_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         node = (obj.get("spec") or {}).get("nodeName")
-        return self.machine_keys(str(node)) if node else []
+        return self.of_node(str(node)) if node else []
 
 
 def request_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
@@ -147,18 +144,16 @@ class GracefulRebootReconciler:
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance.reboot")
         self.timings = timings if timings is not None else GracefulRebootTimings()
-        self.kube = MaintenanceKube(api_client)
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log,
                                     timings=self.timings.node_flow, recorder=recorder)
-        self.index = RebootIndex()
 
     async def reconcile(self, key: ObjectKey) -> Result:
         owner = reboot_owner(key.namespace, key.name)
         log = self.log.bind(kind="GracefulRebootRequest", namespace=key.namespace,
                             name=key.name)
-        raw = await self.kube.get(REBOOTS, key.namespace, key.name)
+        raw = await self.client.get(REBOOTS, key.namespace, key.name)
         if raw is None:
-            self.index.forget(key)
             for line in await self.flow.release(owner):
                 log.info("request gone", action=line)
             return Done()
@@ -177,7 +172,6 @@ class GracefulRebootReconciler:
         if current is None:
             current = next((m for m in order if m not in done), None)
         now = self.clock.wall()
-        self.index.record(key, current)
         if current is None:
             await self._write(raw, status, order, missing, known, None, None, now)
             return Done()
@@ -189,11 +183,8 @@ class GracefulRebootReconciler:
             await self.flow.finish(job)
             return RequeueAfter(0.0)
         progress = await self.flow.advance(job)
-        try:
-            written = await self._write(raw, status, order, missing, known, current,
-                                        progress, now)
-        except Conflict:
-            return RequeueAfter(0.0)
+        written = await self._write(raw, status, order, missing, known, current,
+                                    progress, now)
         if progress.state == NodeState.READY_TO_FINISH:
             if written:
                 await self.flow.finish(job)
@@ -203,7 +194,7 @@ class GracefulRebootReconciler:
 
     async def _machines(self, key: ObjectKey) -> list[Machine]:
         out: list[Machine] = []
-        for item in await self.kube.list_objects(MACHINES, key.namespace):
+        for item in await self.client.list(MACHINES, key.namespace):
             try:
                 machine = Machine.model_validate(item)
             except ValidationError:
@@ -213,7 +204,7 @@ class GracefulRebootReconciler:
         return out
 
     async def _current(self, owner: str) -> str | None:
-        for raw in await self.kube.list_objects(NMRS, label_selector=f"{OWNER_LABEL}={owner}"):
+        for raw in await self.client.list(NMRS, labels={OWNER_LABEL: owner}):
             labels = (raw.get("metadata") or {}).get("labels") or {}
             if labels.get(OWNER_LABEL) != owner:
                 continue
@@ -223,7 +214,7 @@ class GracefulRebootReconciler:
 
     async def _drain_timeout(self, key: ObjectKey) -> float:
         fallback = self.timings.default_drain_timeout
-        raw = await self.kube.get(CLUSTERS, key.namespace, key.name)
+        raw = await self.client.get(CLUSTERS, key.namespace, key.name)
         if raw is None:
             return fallback
         try:
@@ -244,7 +235,11 @@ class GracefulRebootReconciler:
             return True
         body = dict(raw)
         body["status"] = new.model_dump(mode="json", exclude_none=True)
-        return await self.kube.replace_status(REBOOTS, body)
+        try:
+            await self.client.update_status(REBOOTS, body)
+        except NotFound:
+            return False
+        return True
 
 
 def build_status(status: GracefulRebootRequestStatus, order: list[str], missing: list[str],
@@ -334,12 +329,13 @@ def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
     clock = clock if clock is not None else SystemClock()
     reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger,
                                           timings=timings, recorder=recorder)
-    index = reconciler.index
+    client = reconciler.client
+    keys = RequestKeys(client)
     sources = [
-        KubeSource(api_client, REBOOTS, clock=clock),
-        KubeSource(api_client, NMRS, clock=clock, mapper=request_keys),
-        KubeSource(api_client, NODES, clock=clock, mapper=index.node_keys),
-        KubeSource(api_client, LCMMACHINES, clock=clock, mapper=index.lcm_keys),
-        KubeSource(api_client, NODE_LOCKS, clock=clock, mapper=index.lock_keys),
+        client.source(REBOOTS),
+        client.source(NMRS, mapper=request_keys),
+        client.source(NODES, mapper=keys.node_keys),
+        client.source(LCMMACHINES, mapper=keys.lcm_keys),
+        client.source(NODE_LOCKS, mapper=keys.lock_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
