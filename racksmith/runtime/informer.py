@@ -120,6 +120,18 @@ def field_index_name(path: str) -> str:
     return f"field:{path}"
 
 
+_TOMBSTONES = 10_000
+"""Deleted keys remembered (with their last resourceVersion) per informer."""
+
+
+def _strictly_newer(candidate: Mapping[str, Any], resource_version: str) -> bool:
+    try:
+        return int(str((candidate.get("metadata") or {}).get("resourceVersion"))) > int(
+            resource_version)
+    except ValueError:
+        return False
+
+
 def newer(candidate: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
     """``candidate`` is at least as new as ``current`` (by integer resourceVersion)."""
     if current is None:
@@ -163,6 +175,7 @@ class SharedInformer:
         log = logger if logger is not None else structlog.get_logger("racksmith.runtime.informer")
         self._log = log.bind(source=str(resource), namespace=namespace or "")
         self._store: dict[ObjectKey, Obj] = {}
+        self._tombstones: dict[ObjectKey, str] = {}
         self._by_namespace: dict[str, dict[ObjectKey, Obj]] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {}
@@ -267,12 +280,28 @@ class SharedInformer:
     # --- writing the store --------------------------------------------------------
 
     def offer(self, obj: Mapping[str, Any]) -> None:
-        """A write's answer: stored when the informer runs and it is newer."""
+        """A write's answer: stored when the informer runs and it is newer
+        (a create's answer too, so a reconcile sees what it just made). An
+        answer older than a deletion the watch already told (a tombstone)
+        is dropped: a late answer never brings a deleted object back. The
+        watch event of the write still comes, and is told to the handlers."""
         if not self._synced or not self._in_scope(obj):
             return
         key = key_of(obj)
-        if key in self._store and newer(obj, self._store[key]):
-            self._apply(key, dict(obj), notify=False)
+        current = self._store.get(key)
+        if current is None:
+            dead = self._tombstones.get(key)
+            if dead is not None and not _strictly_newer(obj, dead):
+                return
+        elif not newer(obj, current):
+            return
+        self._apply(key, dict(obj), notify=False)
+
+    def _remember_deleted(self, key: ObjectKey, obj: Mapping[str, Any]) -> None:
+        if len(self._tombstones) >= _TOMBSTONES:
+            for old in list(self._tombstones)[: _TOMBSTONES // 2]:
+                del self._tombstones[old]
+        self._tombstones[key] = str(_resource_version(obj) or "")
 
     def _in_scope(self, obj: Mapping[str, Any]) -> bool:
         if not self.plain:
@@ -284,7 +313,9 @@ class SharedInformer:
         if old is not None:
             self._unindex(key, old)
         if obj is None:
-            self._store.pop(key, None)
+            gone = self._store.pop(key, None)
+            if gone is not None:
+                self._remember_deleted(key, gone)
         else:
             self._store[key] = obj
             self._by_namespace.setdefault(key.namespace, {})[key] = obj

@@ -2,7 +2,9 @@
 
 Owns, in order: performing the step's action (each write optimistic, with
 the resourceVersion read at the start of the reconcile, so a concurrent
-change makes it fail with ``Conflict`` rather than overwrite), the Machine
+change makes it fail with ``Conflict``, which the runtime requeues, rather
+than overwrite; the host claim alone reads live and moves on to the next
+candidate when it loses a host to another claimer), the Machine
 status through the status subresource (only when it changed), the Events
 (phase changes, conditions turning False, the action's own; through the
 ``EventRecorder``, which folds repeats into one Event's count), the log line,
@@ -14,12 +16,12 @@ from __future__ import annotations
 
 import base64
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from racksmith.controllers.machine import names as n
-from racksmith.controllers.machine.kube import Conflict, Kube, SecretData
 from racksmith.controllers.machine.plan import (
     Action,
     AddFinalizer,
@@ -47,14 +49,38 @@ from racksmith.kinds.cluster import Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
+from racksmith.runtime.client import Client
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
+from racksmith.runtime.errors import Conflict, NotFound
 from racksmith.runtime.events import EventRecorder
-from racksmith.runtime.resources import HOSTS, IPAMHOSTS, LCMMACHINES, MACHINES
+from racksmith.runtime.resources import (
+    HOSTS,
+    IPAMHOSTS,
+    LCMMACHINES,
+    MACHINES,
+    NODES,
+    SECRETS,
+)
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 _CLAIM_ATTEMPTS = 3
 """Fresh reads of one candidate host before moving on to the next."""
+
+
+@dataclass(frozen=True)
+class SecretData:
+    """A Secret's decoded data and version. Never log ``data``."""
+
+    resource_version: str
+    data: dict[str, bytes] = field(repr=False)
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> SecretData:
+        data = {str(k): base64.b64decode(v) for k, v in (raw.get("data") or {}).items()}
+        return cls(str((raw.get("metadata") or {}).get("resourceVersion") or ""), data,
+                   dict(raw))
 
 
 @dataclass
@@ -86,19 +112,20 @@ def _dump(model: Any) -> Any:
 class Committer:
     """Performs steps (see the module docstring)."""
 
-    def __init__(self, kube: Kube, clock: Clock, timings: MachineTimings | None = None,
+    def __init__(self, client: Client, clock: Clock, timings: MachineTimings | None = None,
                  recorder: EventRecorder | None = None) -> None:
-        self.kube = kube
+        self.client = client
         self.clock = clock
         self.timings = timings if timings is not None else MachineTimings()
         self.recorder = recorder if recorder is not None else EventRecorder(
-            getattr(kube, "api_client", None), n.COMPONENT, clock=clock)
+            getattr(client, "api_client", None), n.COMPONENT, clock=clock)
 
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
 
     async def commit(self, machine: Machine, raw: Raw, step: Step, log: Any) -> Result:
-        """Carry out ``step`` for ``machine``; raises Conflict on a lost race."""
+        """Carry out ``step`` for ``machine``; raises ``Conflict`` on a lost race
+        and ``NotFound`` when the Machine is gone."""
         action = step.action
         outcome = await self._perform(machine, raw, action)
         if not isinstance(action, Wait):
@@ -111,8 +138,7 @@ class Committer:
             if not same_status(old, new):
                 body = copy.deepcopy(raw.machine)
                 body["status"] = _dump(new)
-                if await self.kube.replace(MACHINES, body, status=True) is None:
-                    return Done()
+                await self.client.update_status(MACHINES, body)
                 events = status_events(old, step, outcome.conditions) + events
                 old_phase = old.phase.value if old and old.phase else ""
                 if old_phase != step.phase.value:
@@ -133,40 +159,44 @@ class Committer:
             case AddFinalizer():
                 body = copy.deepcopy(raw.machine)
                 body["metadata"].setdefault("finalizers", []).append(n.FINALIZER)
-                await self.kube.replace(MACHINES, body)
+                await self.client.update(MACHINES, body)
                 return Outcome(write_status=False)
             case RemoveFinalizer():
                 body = copy.deepcopy(raw.machine)
                 body["metadata"]["finalizers"] = [
                     f for f in body["metadata"].get("finalizers") or [] if f != n.FINALIZER]
-                await self.kube.replace(MACHINES, body)
+                await self.client.update(MACHINES, body)
                 return Outcome(write_status=False)
             case ClaimHost(candidates=names):
                 return await self._claim(machine, names)
             case EnsureIpamHost(spec=spec):
                 if raw.ipamhost is None:
-                    await self.kube.create(IPAMHOSTS, ns, self._owned(
+                    await self.client.create(IPAMHOSTS, self._owned(
                         machine, IpamHost.info.api_version, "IpamHost", name, _dump(spec)))
                 else:
                     body = copy.deepcopy(raw.ipamhost)
                     body.setdefault("spec", {}).update(_dump(spec))
-                    await self.kube.replace(IPAMHOSTS, body)
+                    await self.client.update(IPAMHOSTS, body)
                 return Outcome()
             case WriteLCMMachine(spec=spec):
                 if raw.lcm is None:
-                    await self.kube.create(LCMMACHINES, ns, self._owned(
+                    await self.client.create(LCMMACHINES, self._owned(
                         machine, LCMMachine.info.api_version, "LCMMachine", name, _dump(spec)))
                 else:
                     body = copy.deepcopy(raw.lcm)
                     body["spec"] = _dump(spec)
-                    await self.kube.replace(LCMMACHINES, body)
+                    await self.client.update(LCMMACHINES, body)
                 return Outcome()
             case WriteUserData(user_data=text):
                 secret = self._owned(machine, "v1", "Secret", n.user_data_secret(name), None)
                 secret.pop("spec")
                 secret["type"] = "Opaque"
                 secret["data"] = {n.USER_DATA_KEY: base64.b64encode(text.encode()).decode()}
-                await self.kube.write_secret(ns, secret, raw.user_data)
+                if raw.user_data is None:
+                    await self.client.create(SECRETS, secret)
+                else:
+                    secret["metadata"]["resourceVersion"] = raw.user_data.resource_version
+                    await self.client.update(SECRETS, secret)
                 return Outcome()
             case ProvisionHost(host=host, image=image, profile=profile):
                 body = copy.deepcopy(raw.hosts[host])
@@ -178,7 +208,7 @@ class Committer:
                     spec["profile"] = profile
                     body["metadata"].setdefault("annotations", {})[
                         n.PROFILE_SET_ANNOTATION] = name
-                await self.kube.replace(HOSTS, body)
+                await self.client.update(HOSTS, body)
                 return Outcome(events=[EventSpec(
                     "Normal", "ProvisioningRequested", f"host {host}: image {image.url}")])
             case ReleaseHost(host=host, clear_profile=clear_profile):
@@ -191,42 +221,43 @@ class Committer:
                     spec.pop("profile", None)
                     (body["metadata"].get("annotations") or {}).pop(
                         n.PROFILE_SET_ANNOTATION, None)
-                await self.kube.replace(HOSTS, body)
+                await self.client.update(HOSTS, body)
                 return Outcome(events=[EventSpec("Normal", "HostReleased", f"host {host}")])
             case SyncNodeRoles(labels=labels, taints=taints):
                 node = copy.deepcopy(raw.node or {})
                 node["metadata"]["labels"] = labels
                 node.setdefault("spec", {})["taints"] = list(taints)
-                await self.kube.replace_node(node)
+                await self._update_node(node)
                 return Outcome()
             case CordonNode():
                 node = copy.deepcopy(raw.node or {})
                 node.setdefault("spec", {})["unschedulable"] = True
-                await self.kube.replace_node(node)
+                await self._update_node(node)
                 return Outcome(events=[EventSpec("Normal", "Cordoned", f"Node {name}")])
             case EvictPods(pods=pods):
                 evicted = 0
                 for pod in pods:
-                    refusal = await self.kube.evict(pod.namespace, pod.name)
+                    refusal = await self.client.evict(pod.namespace, pod.name)
                     if refusal is not None:
                         return Outcome(
                             conditions=[ConditionSpec.false(
-                                n.DRAINED, n.EVICTION_REFUSED, f"pod {pod}: {refusal}")],
+                                n.DRAINED, n.EVICTION_REFUSED,
+                                f"pod {pod}: {refusal.describe()}")],
                             requeue=self.timings.retry_drain)
                     evicted += 1
                 return Outcome(events=[EventSpec(
                     "Normal", "Evicted", f"evicted {evicted} pods from Node {name}")])
             case DeleteNode():
-                await self.kube.delete_node(name)
+                await self.client.delete(NODES, None, name)
                 return Outcome()
             case DeleteLCMMachine():
-                await self.kube.delete(LCMMACHINES, ns, name)
+                await self.client.delete(LCMMACHINES, ns, name)
                 return Outcome()
             case DeleteIpamHost():
-                await self.kube.delete(IPAMHOSTS, ns, name)
+                await self.client.delete(IPAMHOSTS, ns, name)
                 return Outcome()
             case DeleteUserData():
-                await self.kube.delete_secret(ns, n.user_data_secret(name))
+                await self.client.delete(SECRETS, ns, n.user_data_secret(name))
                 return Outcome()
         raise TypeError(f"unknown action {action!r}")
 
@@ -237,7 +268,7 @@ class Committer:
         ref = _dump(consumer_ref(machine))
         for host_name in names:
             for _ in range(_CLAIM_ATTEMPTS):
-                raw = await self.kube.get(HOSTS, ns, host_name)
+                raw = await self.client.get(HOSTS, ns, host_name, live=True)
                 if raw is None:
                     break
                 host = BareMetalHost.model_validate(raw)
@@ -247,12 +278,21 @@ class Committer:
                     break
                 raw.setdefault("spec", {})["consumerRef"] = ref
                 try:
-                    await self.kube.replace(HOSTS, raw)
+                    await self.client.update(HOSTS, raw)
                 except Conflict:
-                    continue
+                    continue  # the claim's own race: read the host again
                 return Outcome(events=[EventSpec("Normal", "HostClaimed",
                                                  f"claimed host {host_name}")])
         return Outcome()
+
+    async def _update_node(self, node: dict[str, Any]) -> None:
+        """PUT the Node as read (optimistic); a Node gone meanwhile is fine."""
+        if not node.get("metadata"):
+            return
+        try:
+            await self.client.update(NODES, node)
+        except NotFound:
+            return
 
     @staticmethod
     def _owned(machine: Machine, api_version: str, kind: str, name: str,

@@ -3,9 +3,14 @@
 Owns ``MachineReconciler`` (read the Machine and everything it depends on
 into ``Observed``, ask ``plan.decide`` for the next step, hand it to the
 committer) and ``machine_controller``, which builds the runtime
-``Controller``: a list+watch of Machines plus BareMetalHosts, IpamHosts,
-LCMMachines, Nodes, Clusters and ClusterReleases mapped to the Machines
-they concern. Talks to the API only through ``kube``.
+``Controller``. It talks through the runtime ``Client``: it watches
+(shared informers) Machines, BareMetalHosts, IpamHosts, LCMMachines, Nodes,
+Clusters and ClusterReleases, mapped to the Machines they concern by
+``index.MachineKeys`` (indexes of the Machine informer), and reads them
+from the cache; the Secrets (the Machine's user data, the agent's access)
+and, while a Machine is deleted, its Node's pods are read live. What it
+writes is ``commit``'s. A lost race raises ``Conflict``, which the runtime
+requeues; an object gone under a write ends the reconcile.
 
 One step per reconcile; a step that wrote something asks to be reconciled
 again at once, so a Machine walks the checklist in a few quick rounds and
@@ -28,11 +33,10 @@ import structlog
 from pydantic import ValidationError
 
 from racksmith.controllers.machine import names as n
-from racksmith.controllers.machine.commit import Committer, Raw
-from racksmith.controllers.machine.index import MachineIndex
-from racksmith.controllers.machine.kube import Conflict, Kube
+from racksmith.controllers.machine.commit import Committer, Raw, SecretData
+from racksmith.controllers.machine.index import MachineKeys
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
-from racksmith.controllers.machine.plan import ClaimHost, Wait, decide, release_to_render
+from racksmith.controllers.machine.plan import decide, release_to_render
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import AgentAccess, agent_access
 from racksmith.kinds.base import Resource
@@ -40,8 +44,10 @@ from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost, Image
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
+from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, owner_keys
 from racksmith.runtime.resources import (
@@ -51,10 +57,11 @@ from racksmith.runtime.resources import (
     LCMMACHINES,
     MACHINES,
     NODES,
+    PODS,
     RELEASES,
+    SECRETS,
 )
-from racksmith.runtime.result import Done, RequeueAfter, Result
-from racksmith.runtime.source import KubeSource
+from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "machine"
 DEFAULT_AGENT_SECRET = ("racksmith-system", "racksmith-agent")
@@ -76,36 +83,27 @@ class MachineReconciler:
     ) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MachineTimings()
-        self.kube = Kube(api_client)
+        self.client: Client = as_client(api_client).with_field_manager(n.FIELD_MANAGER)
         self.default_image = default_image
         self.agent_secret = agent_secret
-        self.index = MachineIndex()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, n.COMPONENT, clock=self.clock)).for_component(n.COMPONENT)
-        self.committer = Committer(self.kube, self.clock, self.timings, self.recorder)
+        self.committer = Committer(self.client, self.clock, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw_machine = await self.kube.get(MACHINES, key.namespace, key.name)
+        raw_machine = await self.client.get(MACHINES, key.namespace, key.name)
         if raw_machine is None:
-            self.index.forget(key)
             return Done()
         machine = Machine.model_validate(raw_machine)
         observed, raw = await self._observe(machine, raw_machine)
         step = decide(observed)
-        release = release_to_render(machine, observed.cluster, observed.lcm)
-        waiting = isinstance(step.action, ClaimHost | Wait) and step.host_ref is None \
-            and machine.metadata.deletion_timestamp is None
-        host_ref = machine.status.host_ref if machine.status else None
-        self.index.record(key, machine.spec.cluster_name, release, waiting,
-                          host_ref.name if host_ref is not None else None)
         log = self.log.bind(kind="Machine", namespace=key.namespace, name=key.name)
         try:
             return await self.committer.commit(machine, raw, step, log)
-        except Conflict:
-            log.debug("conflicting write, deciding again")
-            return RequeueAfter(0.0)
+        except NotFound:
+            return Done()  # the Machine went away under a write: its event follows
 
     async def _observe(self, machine: Machine, raw_machine: dict[str, Any]
                        ) -> tuple[Observed, Raw]:
@@ -113,26 +111,30 @@ class MachineReconciler:
         ns, name = meta.namespace or "", meta.name or ""
         raw = Raw(machine=raw_machine)
         deleting = meta.deletion_timestamp is not None
-        cluster = _model(Cluster, await self.kube.get(CLUSTERS, ns, machine.spec.cluster_name))
-        raw.lcm = await self.kube.get(LCMMACHINES, ns, name)
+        cluster = _model(Cluster, await self.client.get(CLUSTERS, ns,
+                                                        machine.spec.cluster_name))
+        raw.lcm = await self.client.get(LCMMACHINES, ns, name)
         lcm = _model(LCMMachine, raw.lcm)
         release = None
         release_name = release_to_render(machine, cluster, lcm)
         if cluster is not None and release_name is not None:
-            release = _model(ClusterRelease, await self.kube.get_release(release_name))
+            release = _model(ClusterRelease, await self.client.get(RELEASES, None,
+                                                                   release_name))
         hosts: list[BareMetalHost] = []
-        for item in await self.kube.list_objects(HOSTS, ns):
+        for item in await self.client.list(HOSTS, ns):
             host = _model(BareMetalHost, item)
             if host is not None:
                 hosts.append(host)
                 raw.hosts[host.metadata.name or ""] = item
-        raw.ipamhost = await self.kube.get(IPAMHOSTS, ns, name)
-        raw.node = await self.kube.get_node(name)
+        raw.ipamhost = await self.client.get(IPAMHOSTS, ns, name)
+        raw.node = await self.client.get(NODES, None, name)
         node = NodeView.from_raw(raw.node) if raw.node is not None else None
         pods: tuple[PodView, ...] = ()
         if deleting and node is not None:
-            pods = tuple(PodView.from_raw(p) for p in await self.kube.node_pods(name))
-        raw.user_data = await self.kube.get_secret(ns, n.user_data_secret(name))
+            pods = tuple(PodView.from_raw(p) for p in await self.client.list(
+                PODS, fields={"spec.nodeName": name}, live=True)
+                if (p.get("spec") or {}).get("nodeName") == name)
+        raw.user_data = await self._secret(ns, n.user_data_secret(name))
         user_data = None
         if raw.user_data is not None:
             user_data = raw.user_data.data.get(n.USER_DATA_KEY, b"").decode("utf-8", "replace")
@@ -149,11 +151,17 @@ class MachineReconciler:
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret
-        secret = await self.kube.get_secret(ns, name)
+        secret = await self._secret(ns, name)
         if secret is None:
             return f"agent Secret {ns}/{name} not found"
         access = agent_access(secret.data)
         return f"agent Secret {ns}/{name} {access}" if isinstance(access, str) else access
+
+
+    async def _secret(self, namespace: str, name: str) -> SecretData | None:
+        """A Secret, read live (the controller keeps no cache of Secrets)."""
+        raw = await self.client.get(SECRETS, namespace, name, live=True)
+        return SecretData.from_raw(raw) if raw is not None else None
 
 
 _R = TypeVar("_R", bound=Resource)
@@ -195,17 +203,16 @@ def machine_controller(
     reconciler = MachineReconciler(api_client, default_image=default_image,
                                    agent_secret=agent_secret, clock=clock, logger=logger,
                                    timings=timings, recorder=recorder)
-    index = reconciler.index
+    client = reconciler.client
+    keys = MachineKeys(client, namespace)
     owned = owner_keys("Machine", GROUP, controller_only=True)
     sources = [
-        KubeSource(api_client, MACHINES, namespace=namespace, clock=clock),
-        KubeSource(api_client, HOSTS, namespace=namespace, clock=clock,
-                   mapper=index.host_keys),
-        KubeSource(api_client, IPAMHOSTS, namespace=namespace, clock=clock, mapper=owned),
-        KubeSource(api_client, LCMMACHINES, namespace=namespace, clock=clock, mapper=owned),
-        KubeSource(api_client, NODES, clock=clock, mapper=index.node_keys),
-        KubeSource(api_client, CLUSTERS, namespace=namespace, clock=clock,
-                   mapper=index.cluster_keys),
-        KubeSource(api_client, RELEASES, clock=clock, mapper=index.release_keys),
+        client.source(MACHINES, namespace=namespace),
+        client.source(HOSTS, namespace=namespace, mapper=keys.host_keys),
+        client.source(IPAMHOSTS, namespace=namespace, mapper=owned),
+        client.source(LCMMACHINES, namespace=namespace, mapper=owned),
+        client.source(NODES, mapper=keys.node_keys),
+        client.source(CLUSTERS, namespace=namespace, mapper=keys.cluster_keys),
+        client.source(RELEASES, mapper=keys.release_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

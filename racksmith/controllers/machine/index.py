@@ -1,69 +1,104 @@
-"""Which Machines an event about another object concerns: the mappers' memory.
+"""Which Machines an event about another object concerns: the mappers.
 
-Owns ``MachineIndex``: per Machine key, the cluster and release it was last
-reconciled with and whether it waits for a host. The sources map Nodes (by
-name), Clusters, ClusterReleases and BareMetalHosts (their consumer, the
-Machine whose ``status.hostRef`` names them — a deleted Machine waits for
-its released host to be deprovisioned, when the host no longer names it —
-and every Machine of the namespace still waiting for a host) to Machine
-keys through it. Filled in by the reconciler; mappers never raise.
+Owns ``MachineKeys``: mappers over indexes of the shared Machine informer
+(no memory of their own, so a restarted process maps as the old one did).
+Nodes map to the Machines of their name; Clusters to the Machines of their
+namespace that join them (``spec.clusterName``); ClusterReleases to the
+Machines that may render them (pinned by the release annotation, of a
+Cluster that runs it, or whose LCMMachine names it); BareMetalHosts to
+their consumer, the Machine whose ``status.hostRef`` names them (a deleted
+Machine waits for its released host to be deprovisioned, when the host no
+longer names it) and every Machine of the namespace still waiting for a
+host (no ``status.hostRef``, not being deleted). Mappers never raise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from racksmith.controllers.machine.names import RELEASE_ANNOTATION
+from racksmith.runtime.client import Client
+from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import CLUSTERS, LCMMACHINES, MACHINES
+
+NAME_INDEX = "metadata.name"
+CLUSTER_INDEX = field_index_name("spec.clusterName")
+HOST_INDEX = field_index_name("status.hostRef.name")
+PINNED_INDEX = "pinned-release"
+WAITING_INDEX = "waiting-for-host"
+LCM_RELEASE_INDEX = field_index_name("spec.release")
 
 
-@dataclass(frozen=True)
-class _Entry:
-    cluster: str
-    release: str | None
-    waiting_for_host: bool
-    host: str | None = None
-    """The BareMetalHost named by the Machine's ``status.hostRef``."""
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
-class MachineIndex:
-    """What the mappers know about each Machine (see the module docstring)."""
+def _name(obj: Mapping[str, Any]) -> list[str]:
+    name = _map(obj.get("metadata")).get("name")
+    return [str(name)] if name else []
 
-    def __init__(self) -> None:
-        self._entries: dict[ObjectKey, _Entry] = {}
 
-    def record(self, key: ObjectKey, cluster: str, release: str | None,
-               waiting_for_host: bool, host: str | None = None) -> None:
-        self._entries[key] = _Entry(cluster, release, waiting_for_host, host)
+def _pinned(obj: Mapping[str, Any]) -> list[str]:
+    pinned = _map(_map(obj.get("metadata")).get("annotations")).get(RELEASE_ANNOTATION)
+    return [str(pinned)] if pinned else []
 
-    def forget(self, key: ObjectKey) -> None:
-        self._entries.pop(key, None)
+
+def _waiting(obj: Mapping[str, Any]) -> list[str]:
+    meta = _map(obj.get("metadata"))
+    if meta.get("deletionTimestamp") or _map(_map(obj.get("status")).get("hostRef")).get(
+            "name"):
+        return []
+    return ["yes"]
+
+
+class MachineKeys:
+    """The Machine controller's mappers (see the module docstring)."""
+
+    def __init__(self, client: Client, namespace: str | None = None) -> None:
+        self.client = client
+        self.namespace = namespace
+        for name, func in ((NAME_INDEX, _name), (CLUSTER_INDEX, field_index("spec.clusterName")),
+                           (HOST_INDEX, field_index("status.hostRef.name")),
+                           (PINNED_INDEX, _pinned), (WAITING_INDEX, _waiting)):
+            client.add_index(MACHINES, name, func, namespace)
+        client.add_index(LCMMACHINES, LCM_RELEASE_INDEX, field_index("spec.release"), namespace)
+
+    def _machines(self, index: str, value: str, namespace: str | None = None) -> set[ObjectKey]:
+        return {key_of(m) for m in self.client.indexed(MACHINES, index, value,
+                                                         namespace or self.namespace)
+                if namespace is None or key_of(m).namespace == namespace}
 
     def node_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A Node ``m`` concerns every Machine named ``m``."""
-        name = key_of(obj).name
-        return sorted(k for k in self._entries if k.name == name)
+        return sorted(self._machines(NAME_INDEX, key_of(obj).name))
 
     def cluster_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A Cluster concerns the Machines of its namespace that join it."""
         ns, name = key_of(obj)
-        return sorted(k for k, e in self._entries.items() if k.namespace == ns
-                      and e.cluster == name)
+        return sorted(self._machines(CLUSTER_INDEX, name, ns))
 
     def release_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
-        """A ClusterRelease concerns the Machines whose cluster runs it."""
+        """A ClusterRelease concerns the Machines that may render it."""
         name = key_of(obj).name
-        return sorted(k for k, e in self._entries.items() if e.release == name)
+        keys = self._machines(PINNED_INDEX, name)
+        for cluster in self.client.informer(CLUSTERS, self.namespace).list(None):
+            if _map(cluster.get("spec")).get("release") == name:
+                ns, cluster_name = key_of(cluster)
+                keys |= self._machines(CLUSTER_INDEX, cluster_name, ns)
+        for lcm in self.client.indexed(LCMMACHINES, LCM_RELEASE_INDEX, name, self.namespace):
+            keys |= {k for k in self._machines(NAME_INDEX, key_of(lcm).name)
+                     if k.namespace == key_of(lcm).namespace}
+        return sorted(keys)
 
     def host_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A BareMetalHost concerns its consumer, the Machine whose hostRef
         names it and, in its namespace, every Machine still waiting for a host
         (it may have become available)."""
         ns, name = key_of(obj)
-        keys = {k for k, e in self._entries.items() if k.namespace == ns
-                and (e.waiting_for_host or e.host == name)}
-        ref = (obj.get("spec") or {}).get("consumerRef")
+        keys = self._machines(HOST_INDEX, name, ns) | self._machines(WAITING_INDEX, "yes", ns)
+        ref = _map(obj.get("spec")).get("consumerRef")
         if isinstance(ref, Mapping) and ref.get("kind") == "Machine" and ref.get("name"):
             keys.add(ObjectKey(str(ref.get("namespace") or ns), str(ref["name"])))
         return sorted(keys)

@@ -1,9 +1,17 @@
-"""The Machine controller's mappers: which Machines an event concerns."""
+"""The Machine controller's mappers: which Machines an event concerns.
+
+The mappers read indexes of the shared Machine informer; here its store is
+filled by hand (as its list would fill it) instead of from an API server.
+"""
 
 from __future__ import annotations
 
-from racksmith.controllers.machine.index import MachineIndex
-from racksmith.runtime.keys import ObjectKey
+from typing import Any
+
+from racksmith.controllers.machine.index import MachineKeys
+from racksmith.runtime.client import Client
+from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.resources import MACHINES
 
 
 def _host(name: str, consumer: str | None = None, ns: str = "default") -> dict[str, object]:
@@ -13,17 +21,46 @@ def _host(name: str, consumer: str | None = None, ns: str = "default") -> dict[s
     return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
+def _machine(ns: str, name: str, host: str | None = None, *,
+             deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "resourceVersion": "1"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    status = {"hostRef": {"name": host, "namespace": ns}} if host else {}
+    return {"metadata": meta, "spec": {"clusterName": "demo"}, "status": status}
+
+
+def _stocked(*machines: dict[str, Any]) -> MachineKeys:
+    client = Client(None)  # type: ignore[arg-type]  # never started: no API calls
+    keys = MachineKeys(client)
+    informer = client.informer(MACHINES)
+    informer._synced = True  # what its first list does
+    for obj in machines:
+        informer._apply(key_of(obj), obj, notify=False)
+    return keys
+
+
 def test_a_host_wakes_its_consumer_the_machine_naming_it_and_those_waiting() -> None:
-    index = MachineIndex()
-    index.record(ObjectKey("default", "m1"), "demo", None, False, host="h1")
-    index.record(ObjectKey("default", "waiting"), "demo", None, True)
-    index.record(ObjectKey("default", "m3"), "demo", None, False, host="h3")
-    index.record(ObjectKey("other", "m4"), "demo", None, True, host="h1")
+    keys = _stocked(
+        _machine("default", "m1", host="h1"),
+        _machine("default", "waiting"),
+        _machine("default", "m3", host="h3"),
+        _machine("other", "m4"),
+        _machine("default", "going", deleting=True),
+    )
     # A released host names no consumer any more, yet the deleted Machine
     # whose hostRef names it waits for its deprovisioning to finish.
-    assert index.host_keys(_host("h1")) == [ObjectKey("default", "m1"),
-                                            ObjectKey("default", "waiting")]
-    assert index.host_keys(_host("h2", consumer="m3")) == [ObjectKey("default", "m3"),
-                                                           ObjectKey("default", "waiting")]
-    index.forget(ObjectKey("default", "m1"))
-    assert index.host_keys(_host("h1")) == [ObjectKey("default", "waiting")]
+    assert keys.host_keys(_host("h1")) == [ObjectKey("default", "m1"),
+                                           ObjectKey("default", "waiting")]
+    assert keys.host_keys(_host("h2", consumer="m3")) == [ObjectKey("default", "m3"),
+                                                          ObjectKey("default", "waiting")]
+    assert keys.host_keys(_host("h9", ns="other")) == [ObjectKey("other", "m4")]
+
+
+def test_a_node_and_a_cluster_wake_their_machines() -> None:
+    keys = _stocked(_machine("default", "m1", host="h1"), _machine("other", "m1"),
+                    _machine("default", "m2", host="h2"))
+    assert keys.node_keys({"metadata": {"name": "m1"}}) == [ObjectKey("default", "m1"),
+                                                             ObjectKey("other", "m1")]
+    assert keys.cluster_keys({"metadata": {"name": "demo", "namespace": "default"}}) == [
+        ObjectKey("default", "m1"), ObjectKey("default", "m2")]

@@ -6,8 +6,8 @@ import copy
 from typing import Any
 
 from racksmith.controllers.machine.commit import Committer
-from racksmith.controllers.machine.kube import Conflict
 from racksmith.runtime.clock import FakeClock
+from racksmith.runtime.errors import Conflict
 from tests.unit.machine import builders as b
 
 OTHER = {"apiVersion": "cluster.racksmith.io/v1alpha1", "kind": "Machine", "name": "m2",
@@ -26,11 +26,12 @@ class RacingHosts:
             self.hosts[name] = raw
         self.race = race or set()
 
-    async def get(self, res: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    async def get(self, res: Any, namespace: str, name: str, *, live: bool = False
+                  ) -> dict[str, Any] | None:
+        assert live, "a claim reads the host live"
         return copy.deepcopy(self.hosts.get(name))
 
-    async def replace(self, res: Any, obj: dict[str, Any], *, status: bool = False
-                      ) -> dict[str, Any]:
+    async def update(self, res: Any, obj: dict[str, Any]) -> dict[str, Any]:
         name = obj["metadata"]["name"]
         current = self.hosts[name]
         if name in self.race:
@@ -38,7 +39,7 @@ class RacingHosts:
             current["spec"]["consumerRef"] = OTHER
             current["metadata"]["resourceVersion"] = "2"
         if obj["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
-            raise Conflict("409")
+            raise Conflict(409, "Conflict", "409")
         obj["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
         self.hosts[name] = obj
         return obj
@@ -68,16 +69,16 @@ async def test_every_host_lost_claims_nothing() -> None:
 
 async def test_a_write_that_only_raced_a_status_update_retries_the_same_host() -> None:
     api = RacingHosts("h1")
-    real_replace = api.replace
+    real_update = api.update
     calls = {"n": 0}
 
-    async def bumped(res: Any, obj: dict[str, Any], *, status: bool = False) -> dict[str, Any]:
+    async def bumped(res: Any, obj: dict[str, Any]) -> dict[str, Any]:
         calls["n"] += 1
         if calls["n"] == 1:  # the BMH controller wrote the status meanwhile
             api.hosts["h1"]["metadata"]["resourceVersion"] = "5"
-            raise Conflict("409")
-        return await real_replace(res, obj)
+            raise Conflict(409, "Conflict", "409")
+        return await real_update(res, obj)
 
-    api.replace = bumped  # type: ignore[method-assign]
+    api.update = bumped  # type: ignore[method-assign]
     await Committer(api, FakeClock())._claim(b.machine(), ("h1",))  # type: ignore[arg-type]
     assert consumer(api, "h1") == "m1"
