@@ -1,4 +1,4 @@
-"""The agent's reads and writes, over kubernetes_asyncio.
+"""The agent's reads and writes, through the runtime ``Client``.
 
 Owns every API call of the agent: its LCMMachine (read; status subresource
 by merge patch), the Node of the host (read, create, ``spec.unschedulable``
@@ -7,7 +7,10 @@ by merge patch, status subresource by merge patch), the pods bound to the node (
 Lease in ``kube-node-lease`` and, for the storage tasks, the node's Volumes (watch
 with ``spec.nodeName=<node>``, read, metadata annotations by merge patch)
 and StorageClasses (read). Nothing else in the package talks to the API; the
-client is built in ``main`` and passed in.
+client is built in ``main`` and passed in. The agent keeps no shared
+informers (it watches only what its field selectors pick), so its reads
+are live; the Client's error model (``NotFound``, ``AlreadyExists``...)
+is the only one it sees.
 """
 
 from __future__ import annotations
@@ -19,36 +22,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio.client import (
-    ApiClient,
-    Configuration,
-    CoordinationV1Api,
-    CoreV1Api,
-    CustomObjectsApi,
-    StorageV1Api,
-)
-from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.client import ApiClient, Configuration
 
-from racksmith.kinds.lcm import GROUP, LCMMachine
-from racksmith.kinds.storage import GROUP as STORAGE_GROUP
-from racksmith.kinds.storage import Volume
 from racksmith.redact import register_secret
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock
+from racksmith.runtime.errors import AlreadyExists, NotFound
+from racksmith.runtime.resources import (
+    LCMMACHINES,
+    NODES,
+    PODS,
+    STORAGE_CLASSES,
+    VOLUMES,
+)
 from racksmith.runtime.source import KubeSource, Resource
 
 __all__ = ["LEASE_NAMESPACE", "AgentKube", "api_client", "micro_time", "rfc3339"]
 
-VERSION = LCMMachine.info.version
-PLURAL = LCMMachine.info.plural
-MERGE = "application/merge-patch+json"
 LEASE_NAMESPACE = "kube-node-lease"
-VOLUMES = Resource(STORAGE_GROUP, Volume.info.version, Volume.info.plural)
-PODS = Resource("", "v1", "pods")
+LEASES = Resource("coordination.k8s.io", "v1", "leases")
 FIELD_MANAGER = "racksmith-agent"
-# The client picks JSON patch (custom objects) or strategic merge (core) for a
-# dict body; force RFC 7386 merge patch. Passed as ** because the bundled
-# stubs do not declare the runtime's ``_content_type`` keyword.
-_MERGE_PATCH: dict[str, Any] = {"_content_type": MERGE}
 
 
 def rfc3339(value: datetime) -> str:
@@ -83,62 +76,36 @@ def api_client(server: str, token: str, ca_data: str | None, scratch: Path) -> A
 
 
 class AgentKube:
-    """The agent's API access (see the module docstring). Every method may be repeated."""
+    """The agent's API access (see the module docstring). Every method may be
+    repeated. Patches are RFC 7386 merge patches."""
 
     def __init__(self, api_client: Any) -> None:
         self.api_client = api_client
-        self.custom = CustomObjectsApi(api_client)
-        self.core = CoreV1Api(api_client)
-        self.coordination = CoordinationV1Api(api_client)
-        self.storage = StorageV1Api(api_client)
+        self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
 
     # --- LCMMachine -------------------------------------------------------------------
 
     async def get_lcm_machine(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
+        return await self.client.get(LCMMACHINES, namespace, name, live=True)
 
     async def patch_lcm_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge-patch ``status`` into the LCMMachine's status subresource."""
-        await self.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, {"status": status},
-            field_manager=FIELD_MANAGER, **_MERGE_PATCH,
-        )
+        await self.client.patch(LCMMACHINES, namespace, name, {"status": status}, status=True)
 
     # --- Node -------------------------------------------------------------------------
 
     async def get_node(self, name: str) -> dict[str, Any] | None:
-        try:
-            node = await self.core.read_node(name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: dict[str, Any] = self.api_client.sanitize_for_serialization(node)
-        return out
+        return await self.client.get(NODES, None, name, live=True)
 
     async def create_node(self, body: Any) -> dict[str, Any] | None:
         """Create the Node; None when it exists already (409)."""
         try:
-            node = await self.core.create_node(body, field_manager=FIELD_MANAGER)
-        except ApiException as exc:
-            if exc.status == 409:
-                return None
-            raise
-        out: dict[str, Any] = self.api_client.sanitize_for_serialization(node)
-        return out
+            return await self.client.create(NODES, body)
+        except AlreadyExists:
+            return None
 
     async def patch_node_status(self, name: str, status: dict[str, Any]) -> None:
-        await self.core.patch_node_status(
-            name, {"status": status}, field_manager=FIELD_MANAGER, **_MERGE_PATCH
-        )
+        await self.client.patch(NODES, None, name, {"status": status}, status=True)
 
     async def is_unschedulable(self, node: str) -> bool | None:
         obj = await self.get_node(node)
@@ -147,19 +114,13 @@ class AgentKube:
         return bool((obj.get("spec") or {}).get("unschedulable"))
 
     async def set_unschedulable(self, node: str, value: bool) -> None:
-        await self.core.patch_node(
-            node, {"spec": {"unschedulable": value}},
-            field_manager=FIELD_MANAGER, **_MERGE_PATCH,
-        )
+        await self.client.patch(NODES, None, node, {"spec": {"unschedulable": value}})
 
     # --- Pods -------------------------------------------------------------------------
 
     async def node_pods(self, node: str) -> list[dict[str, Any]]:
         """Every pod bound to ``node`` (field selector ``spec.nodeName``), all namespaces."""
-        found = await self.core.list_pod_for_all_namespaces(
-            field_selector=f"spec.nodeName={node}")
-        out: list[dict[str, Any]] = self.api_client.sanitize_for_serialization(found.items)
-        return out
+        return await self.client.list(PODS, fields={"spec.nodeName": node}, live=True)
 
     def pod_source(self, node: str, clock: Clock) -> KubeSource:
         """List+watch of the pods bound to ``node`` (field selector ``spec.nodeName``)."""
@@ -171,14 +132,9 @@ class AgentKube:
         """Merge-patch ``status`` into the pod's status subresource; False when
         the pod is gone (404)."""
         try:
-            await self.core.patch_namespaced_pod_status(
-                name, namespace, {"status": status}, field_manager=FIELD_MANAGER,
-                **_MERGE_PATCH,
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
+            await self.client.patch(PODS, namespace, name, {"status": status}, status=True)
+        except NotFound:
+            return False
         return True
 
     # --- Lease ------------------------------------------------------------------------
@@ -189,22 +145,19 @@ class AgentKube:
         """Create or renew Lease ``kube-node-lease/<node>`` held by the node."""
         stamp = micro_time(now)
         try:
-            await self.coordination.patch_namespaced_lease(
-                node, LEASE_NAMESPACE,
+            await self.client.patch(
+                LEASES, LEASE_NAMESPACE, node,
                 {"spec": {"holderIdentity": node, "leaseDurationSeconds": duration,
-                          "renewTime": stamp}},
-                field_manager=FIELD_MANAGER, **_MERGE_PATCH,
-            )
+                          "renewTime": stamp}})
             return
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        except NotFound:
+            pass
         metadata: dict[str, Any] = {"name": node, "namespace": LEASE_NAMESPACE}
         if node_uid:
             metadata["ownerReferences"] = [
                 {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}
             ]
-        body: Any = {
+        body: dict[str, Any] = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": metadata,
@@ -212,12 +165,9 @@ class AgentKube:
                      "acquireTime": stamp, "renewTime": stamp},
         }
         try:
-            await self.coordination.create_namespaced_lease(
-                LEASE_NAMESPACE, body, field_manager=FIELD_MANAGER
-            )
-        except ApiException as exc:
-            if exc.status != 409:  # created meanwhile: the next renewal patches it
-                raise
+            await self.client.create(LEASES, body)
+        except AlreadyExists:
+            pass  # created meanwhile: the next renewal patches it
 
     # --- Volumes and StorageClasses -------------------------------------------------
 
@@ -227,30 +177,11 @@ class AgentKube:
                           clock=clock)
 
     async def get_volume(self, name: str) -> dict[str, Any] | None:
-        try:
-            obj: dict[str, Any] = await self.custom.get_cluster_custom_object(
-                VOLUMES.group, VOLUMES.version, VOLUMES.plural, name
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
+        return await self.client.get(VOLUMES, None, name, live=True)
 
     async def annotate_volume(self, name: str, annotations: dict[str, str]) -> None:
         """Merge-patch ``annotations`` into the Volume's metadata."""
-        await self.custom.patch_cluster_custom_object(
-            VOLUMES.group, VOLUMES.version, VOLUMES.plural, name,
-            {"metadata": {"annotations": annotations}},
-            field_manager=FIELD_MANAGER, **_MERGE_PATCH,
-        )
+        await self.client.patch(VOLUMES, None, name, {"metadata": {"annotations": annotations}})
 
     async def get_storage_class(self, name: str) -> dict[str, Any] | None:
-        try:
-            obj = await self.storage.read_storage_class(name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        out: dict[str, Any] = self.api_client.sanitize_for_serialization(obj)
-        return out
+        return await self.client.get(STORAGE_CLASSES, None, name, live=True)
