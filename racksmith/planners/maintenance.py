@@ -532,15 +532,6 @@ def _uncordon(obs: NodeObserved, req: RequestView) -> Decision | None:
 # --- pods ------------------------------------------------------------------------------
 
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
-def is_evictable(owner_kinds: tuple[str, ...], annotations: Mapping[str, str],
-                 terminating: bool) -> bool:
-    """A pod the drain evicts: not DaemonSet-owned, not a mirror pod, not terminating."""
-    return not (terminating or "DaemonSet" in owner_kinds or MIRROR_ANNOTATION in annotations)
-
-
 def eviction_backoff(attempts: int, timings: MaintenanceTimings) -> float:
     """Seconds before the next eviction of a pod refused ``attempts`` times
     (``timings.eviction_backoff_base`` doubling to ``eviction_backoff_cap``:

@@ -30,9 +30,6 @@ USER_DATA_KEY = "userData"
 AGENT_CONFIG_PATH = "/etc/racksmith/agent.yaml"
 AGENT_SECRET_KEYS = ("server", "ca.crt", "token")
 
-DAEMONSET_KIND = "DaemonSet"
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
 
 def user_data_secret(machine: str) -> str:
     """Name of the Secret holding the user data of ``machine``."""

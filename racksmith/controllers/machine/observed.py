@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from racksmith.controllers.machine.names import DAEMONSET_KIND, MIRROR_ANNOTATION
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import AgentAccess
 from racksmith.kinds.cluster import Cluster, ClusterRelease, Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost, Image
+from racksmith.planners.drain import MIRROR_ANNOTATION, is_evictable, owner_kinds
 
 
 @dataclass(frozen=True)
@@ -63,20 +63,19 @@ class PodView:
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any]) -> PodView:
         meta = raw.get("metadata") or {}
-        owners = meta.get("ownerReferences") or []
         return cls(
             namespace=str(meta.get("namespace") or ""),
             name=str(meta.get("name") or ""),
-            daemonset=any(isinstance(o, Mapping) and o.get("kind") == DAEMONSET_KIND
-                          for o in owners),
+            daemonset="DaemonSet" in owner_kinds(raw),
             mirror=MIRROR_ANNOTATION in (meta.get("annotations") or {}),
             terminating=bool(meta.get("deletionTimestamp")),
         )
 
     @property
     def evictable(self) -> bool:
-        """The drain evicts it (not DaemonSet-owned, not a mirror pod, not going)."""
-        return not (self.daemonset or self.mirror or self.terminating)
+        """The drain evicts it (``planners.drain``, the one rule)."""
+        return is_evictable(("DaemonSet",) if self.daemonset else (),
+                            {MIRROR_ANNOTATION: ""} if self.mirror else {}, self.terminating)
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"

@@ -24,12 +24,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from racksmith.controllers.maintenance.events import EVICTED, EVICTION_REFUSED, node_ref
+from racksmith.planners.drain import pod_is_evictable
 from racksmith.planners.maintenance import (
     MaintenanceTimings,
     PodView,
     Refusal,
     eviction_backoff,
-    is_evictable,
 )
 from racksmith.runtime.client import Client
 from racksmith.runtime.errors import TooManyRequests
@@ -63,10 +63,7 @@ class Drainer:
         out: list[PodView] = []
         for pod in pods:
             meta = pod.get("metadata") or {}
-            kinds = tuple(str(r.get("kind") or "") for r in meta.get("ownerReferences") or []
-                          if isinstance(r, Mapping))
-            if not is_evictable(kinds, meta.get("annotations") or {},
-                                bool(meta.get("deletionTimestamp"))):
+            if not pod_is_evictable(pod):
                 continue
             key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             seen = self._attempts.get(key)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from racksmith.kinds.maintenance import MaintenanceScope
+from racksmith.planners.drain import is_evictable
 from racksmith.planners.maintenance import (
     CORDONED_BY,
     DRAIN_STARTED,
@@ -40,7 +41,6 @@ from racksmith.planners.maintenance import (
     Wait,
     decide,
     eviction_backoff,
-    is_evictable,
     parse_owner,
     plan_owner,
     reboot_owner,
