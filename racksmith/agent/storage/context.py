@@ -19,8 +19,9 @@ from typing import Any
 from racksmith.agent.host import Host, Runner, run_process
 from racksmith.agent.storage.devices import DeviceTools
 from racksmith.agent.storage.loops import EmulatedLoops, LoopDevices, RealLoops
-from racksmith.agent.storage.protocol import FailureReason, TaskFailed
+from racksmith.agent.storage.protocol import TaskFailed
 from racksmith.kinds.storage import VolumeMode, VolumeSpec
+from racksmith.kinds.volumejobs import FailureReason
 
 __all__ = [
     "RECORDS_DIR",

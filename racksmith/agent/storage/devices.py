@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from racksmith.agent.host import HostError, Runner, render_argv
-from racksmith.agent.storage.protocol import FailureReason, TaskFailed
+from racksmith.agent.storage.protocol import TaskFailed
+from racksmith.kinds.volumejobs import FailureReason
 
 __all__ = ["FS_TYPES", "DeviceTools", "describe_signature", "device_size"]
 

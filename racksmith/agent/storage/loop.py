@@ -26,13 +26,8 @@ import structlog
 
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.storage.context import StorageContext
-from racksmith.agent.storage.protocol import (
-    JOB_RESULT_ANNOTATION,
-    FailureReason,
-    Job,
-    JobResult,
-)
 from racksmith.agent.storage.tasks import recover, run_job
+from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION, FailureReason, Job, JobResult
 from racksmith.runtime.clock import Clock, wait_event
 from racksmith.runtime.source import Source
 
@@ -101,7 +96,7 @@ class StorageLoop:
         bound = self.log.bind(kind="Volume", name=name, job=raw_job)
         if job is None:
             result = JobResult.failure(raw_job, FailureReason.INVALID_JOB,
-                                       f"status.job {raw_job!r} is not <prepare|unprepare>:<id>")
+                                       f"status.job {raw_job!r} is not <prepare|unprepare>:<8 hex>")
         else:
             bound.info("storage job started")
             result = await run_job(self.ctx, job, obj, self.api.get_storage_class)

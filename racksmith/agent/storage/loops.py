@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 
 from racksmith.agent.host import Host, HostError, Runner, render_argv
-from racksmith.agent.storage.protocol import FailureReason, TaskFailed
+from racksmith.agent.storage.protocol import TaskFailed
+from racksmith.kinds.volumejobs import FailureReason
 
 __all__ = ["LOOPS_FILE", "EmulatedLoops", "LoopDevices", "RealLoops"]
 

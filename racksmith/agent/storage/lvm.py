@@ -17,8 +17,9 @@ from __future__ import annotations
 from racksmith.agent.host import HostError, render_argv
 from racksmith.agent.storage.context import StorageContext, TaskRecords, VolumeRequest
 from racksmith.agent.storage.devices import device_size
-from racksmith.agent.storage.protocol import FailureReason, Prepared, TaskFailed
+from racksmith.agent.storage.protocol import TaskFailed
 from racksmith.agent.storage.raw import device_name
+from racksmith.kinds.volumejobs import FailureReason, Prepared
 from racksmith.planners.quantity import to_bytes
 
 __all__ = ["prepare_lvm", "unprepare_lvm"]

@@ -29,12 +29,8 @@ from pathlib import Path, PurePosixPath
 from racksmith.agent.host import Host, HostError
 from racksmith.agent.storage.context import StorageContext, TaskRecords, VolumeRequest
 from racksmith.agent.storage.devices import describe_signature, device_size
-from racksmith.agent.storage.protocol import (
-    FORCE_ANNOTATION,
-    FailureReason,
-    Prepared,
-    TaskFailed,
-)
+from racksmith.agent.storage.protocol import TaskFailed
+from racksmith.kinds.volumejobs import FORCE_ANNOTATION, FailureReason, Prepared
 
 __all__ = ["prepare_raw", "resolve_device", "unprepare_raw"]
 

@@ -28,7 +28,8 @@ from racksmith.agent.storage.context import (
     VolumeRequest,
 )
 from racksmith.agent.storage.devices import device_size
-from racksmith.agent.storage.protocol import FailureReason, Prepared, TaskFailed
+from racksmith.agent.storage.protocol import TaskFailed
+from racksmith.kinds.volumejobs import FailureReason, Prepared
 from racksmith.planners.quantity import to_bytes
 
 __all__ = ["prepare_sparse", "recover_sparse", "sparse_path", "unprepare_sparse"]

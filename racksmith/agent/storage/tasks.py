@@ -20,18 +20,11 @@ from pydantic import ValidationError
 from racksmith.agent.host import HostError
 from racksmith.agent.storage.context import StorageContext, VolumeRequest
 from racksmith.agent.storage.lvm import prepare_lvm, unprepare_lvm
-from racksmith.agent.storage.protocol import (
-    FailureReason,
-    Job,
-    JobOp,
-    JobResult,
-    Prepared,
-    TaskFailed,
-    is_forced,
-)
+from racksmith.agent.storage.protocol import TaskFailed
 from racksmith.agent.storage.raw import prepare_raw, unprepare_raw
 from racksmith.agent.storage.sparse import prepare_sparse, recover_sparse, unprepare_sparse
 from racksmith.kinds.storage import VolumeSpec
+from racksmith.kinds.volumejobs import FailureReason, Job, JobOp, JobResult, Prepared, is_forced
 
 __all__ = ["parse_request", "prepare", "recover", "run_job", "unprepare"]
 

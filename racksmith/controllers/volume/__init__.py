@@ -1,10 +1,11 @@
 """The Volume controller and the pre-bound claim binder (local persistent volumes).
 
 Modules: ``plan`` (the pure planner: observed objects → the next step),
-``observed`` (what a reconcile sees), ``jobs`` (the task protocol's job
-names and results), ``pv`` (the PersistentVolume of a Volume), ``status``
-(a step applied to the status), ``commit`` (performs a step, through the
-runtime ``Client``), ``controller`` (reconciler and runtime wiring), ``binder`` (the pre-bound
+``observed`` (what a reconcile sees; the task protocol's jobs and results
+are ``racksmith.kinds.volumejobs``, shared with the agent), ``pv`` (the
+PersistentVolume of a Volume), ``status`` (a step applied to the status),
+``commit`` (performs a step, through the runtime ``Client``), ``controller``
+(reconciler and runtime wiring), ``binder`` (the pre-bound
 claim binder), ``timings`` (the controller's waits), ``names``. The contracts are in
 ``docs/design/volume-contracts.md``.
 """
@@ -15,10 +16,10 @@ from racksmith.controllers.volume.controller import (
     VolumeReconciler,
     volume_controller,
 )
-from racksmith.controllers.volume.jobs import Job, JobOp, JobResult
-from racksmith.controllers.volume.names import FINALIZER, JOB_RESULT_ANNOTATION
+from racksmith.controllers.volume.names import FINALIZER
 from racksmith.controllers.volume.plan import Step, decide
 from racksmith.controllers.volume.timings import VolumeTimings
+from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION, Job, JobOp, JobResult
 
 __all__ = [
     "CONTROLLER_NAME",

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from racksmith.controllers.volume.jobs import Job, JobOp, new_job
 from racksmith.controllers.volume.names import COMPONENT, FINALIZER
 from racksmith.controllers.volume.plan import (
     AddFinalizer,
@@ -37,6 +36,7 @@ from racksmith.controllers.volume.plan import (
 from racksmith.controllers.volume.status import apply_step, same_status, status_events
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
+from racksmith.kinds.volumejobs import Job, JobOp, new_job
 from racksmith.runtime.client import Client
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import EventSpec

@@ -34,11 +34,11 @@ from pydantic import ValidationError
 
 from racksmith.controllers.volume import names as n
 from racksmith.controllers.volume.commit import Committer, Raw
-from racksmith.controllers.volume.jobs import Job, JobOp, JobResult, new_job
 from racksmith.controllers.volume.observed import Observed, PVView, StorageClassView
 from racksmith.controllers.volume.plan import decide, validation_error
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import GROUP, Volume
+from racksmith.kinds.volumejobs import Job, JobOp, JobResult, new_job
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from racksmith.controllers.volume.jobs import JobResult
 from racksmith.controllers.volume.names import FINALIZER, VOLUME_API_VERSION, VOLUME_KIND
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
+from racksmith.kinds.volumejobs import JobResult
 
 
 def _map(value: Any) -> Mapping[str, Any]:

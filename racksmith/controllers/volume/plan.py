@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from racksmith.controllers.volume.jobs import Job, JobOp, JobResult
 from racksmith.controllers.volume.names import FINALIZER, READY
 from racksmith.controllers.volume.observed import Observed, PVView
 from racksmith.controllers.volume.pv import pv_manifest, size_quantity
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.storage import Volume, VolumeReason
+from racksmith.kinds.volumejobs import Job, JobOp, JobResult
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
 
 R = VolumeReason

@@ -19,7 +19,7 @@ import pytest
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.host import EmulatedHost
 from racksmith.agent.storage import StorageContext, StorageLoop
-from racksmith.agent.storage.protocol import JOB_RESULT_ANNOTATION
+from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION
 from racksmith.runtime.clock import SystemClock
 from racksmith.runtime.keys import ObjectKey
 
@@ -90,24 +90,24 @@ def make(tmp_path: Path, api: FakeVolumes, names: list[str] | None = None) -> St
 
 async def test_a_job_runs_once_and_its_result_is_annotated(tmp_path: Path) -> None:
     api = FakeVolumes()
-    api.add("v1", "prepare:0001")
+    api.add("v1", "prepare:00000001")
     loop = make(tmp_path, api)
     result = await loop.sync("v1")
     assert result is not None and result.ok
-    assert api.result("v1") == {"job": "prepare:0001", "ok": True, "deviceName": "loop0",
+    assert api.result("v1") == {"job": "prepare:00000001", "ok": True, "deviceName": "loop0",
                                 "sizeBytes": 8 * 2**20}
     assert await loop.sync("v1") is None  # the result names the job: not run again
     assert len(api.patches) == 1
     # The controller starts the next job: it runs.
-    api.volumes["v1"]["status"]["job"] = "unprepare:0002"
+    api.volumes["v1"]["status"]["job"] = "unprepare:00000002"
     assert (await loop.sync("v1")) is not None
-    assert api.result("v1") == {"job": "unprepare:0002", "ok": True}
+    assert api.result("v1") == {"job": "unprepare:00000002", "ok": True}
     assert not (tmp_path / "var/lib/racksmith/volumes/uid-v1.img").exists()
 
 
 async def test_other_nodes_no_job_and_gone_volumes_are_left_alone(tmp_path: Path) -> None:
     api = FakeVolumes()
-    api.add("theirs", "prepare:0001", node="n2")
+    api.add("theirs", "prepare:00000001", node="n2")
     api.add("idle", None)
     loop = make(tmp_path, api)
     for name in ("theirs", "idle", "gone"):
@@ -127,9 +127,9 @@ async def test_a_malformed_job_gets_a_failed_result(tmp_path: Path) -> None:
 
 async def test_run_follows_the_source_retries_and_stops(tmp_path: Path) -> None:
     api = FakeVolumes()
-    api.add("v1", "prepare:0001")
-    api.add("v2", "prepare:0002")
-    api.add("v3", "prepare:0003", node="n2")
+    api.add("v1", "prepare:00000001")
+    api.add("v2", "prepare:00000002")
+    api.add("v3", "prepare:00000003", node="n2")
     api.fail_patches = 2  # the first two result writes fail: retried with back-off
     (tmp_path / "var/lib/racksmith/volumes").mkdir(parents=True)
     stale = tmp_path / "var/lib/racksmith/volumes/uid-old.img.tmp"

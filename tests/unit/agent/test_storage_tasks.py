@@ -20,8 +20,8 @@ import pytest
 from racksmith.agent.host import CommandResult, EmulatedHost, RealHost, run_process
 from racksmith.agent.storage import StorageContext
 from racksmith.agent.storage.loops import LOOPS_FILE
-from racksmith.agent.storage.protocol import FORCE_ANNOTATION, Job, JobResult
 from racksmith.agent.storage.tasks import recover, run_job
+from racksmith.kinds.volumejobs import FORCE_ANNOTATION, Job, JobResult
 
 MiB = 2**20
 UID = "0b6f3c3e-1111-4222-8333-444455556666"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from racksmith.controllers.volume.jobs import JobResult
 from racksmith.controllers.volume.names import FINALIZER
 from racksmith.controllers.volume.observed import Observed, PVView, StorageClassView
 from racksmith.kinds.storage import Volume
+from racksmith.kinds.volumejobs import JobResult
 
 UID = "uid-v1"
 PREP = "prepare:0123abcd"

@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from racksmith.controllers.volume.jobs import JobOp
 from racksmith.controllers.volume.observed import Observed
 from racksmith.controllers.volume.plan import (
     Action,
@@ -22,6 +21,7 @@ from racksmith.controllers.volume.plan import (
 from racksmith.controllers.volume.status import phase_of
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import VolumePhase
+from racksmith.kinds.volumejobs import JobOp
 from tests.unit.volume import builders as b
 from tests.unit.volume.builders import PREP, UNPREP
 

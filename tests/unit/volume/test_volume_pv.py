@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from racksmith.controllers.volume.jobs import Job, JobOp, JobResult, new_job
-from racksmith.controllers.volume.names import FINALIZER, JOB_RESULT_ANNOTATION
+from racksmith.controllers.volume.names import FINALIZER
 from racksmith.controllers.volume.observed import PVView, StorageClassView
 from racksmith.controllers.volume.plan import StartJob, Step, Wait, available, failed, pending
 from racksmith.controllers.volume.pv import pv_manifest, size_quantity
 from racksmith.controllers.volume.status import apply_step, same_status, status_events
 from racksmith.kinds.storage import VolumePhase, VolumeReason
+from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION, Job, JobOp, JobResult, new_job
 from tests.unit.volume import builders as b
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
