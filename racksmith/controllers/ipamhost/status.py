@@ -24,6 +24,8 @@ from pydantic import BaseModel
 from racksmith.controllers.ipamhost.names import READY, REASON_RENDERED
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHostState, IpamHostStatus
+from racksmith.runtime.conditions import ConditionSpec, find
+from racksmith.runtime.conditions import set_condition as runtime_set_condition
 
 
 @dataclass(frozen=True)
@@ -45,21 +47,14 @@ class Outcome:
 
 def set_condition(conditions: Sequence[Condition], new: Condition, now: datetime
                   ) -> list[Condition]:
-    """``conditions`` with ``new`` in place of the one of its type.
-
-    ``lastTransitionTime`` is kept when the status did not change, else ``now``.
-    """
-    previous = next((c for c in conditions if c.type == new.type), None)
-    since = (previous.last_transition_time
-             if previous is not None and previous.status == new.status else None) or now
-    updated = new.model_copy(update={"last_transition_time": since})
-    out = [c for c in conditions if c.type != new.type]
-    out.append(updated)
-    return out
+    """``conditions`` with ``new`` set: ``runtime.conditions.set_condition``
+    (``lastTransitionTime`` kept when the status did not change, else ``now``)."""
+    spec = ConditionSpec(new.type, new.status, new.reason or "", new.message or "")
+    return runtime_set_condition(conditions, spec, now, new.observed_generation)
 
 
 def condition_of(conditions: Sequence[Condition], kind: str) -> Condition | None:
-    return next((c for c in conditions if c.type == kind), None)
+    return find(conditions, kind)
 
 
 def host_status(previous: IpamHostStatus | None, outcome: Outcome, generation: int | None,

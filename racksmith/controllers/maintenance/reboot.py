@@ -43,7 +43,7 @@ from pydantic import ValidationError
 from racksmith.controllers.maintenance.flow import FIELD_MANAGER, NodeMaintenance
 from racksmith.controllers.maintenance.timings import GracefulRebootTimings
 from racksmith.kinds.cluster import Cluster, Machine, Role
-from racksmith.kinds.common import Condition, ConditionStatus
+from racksmith.kinds.common import Condition
 from racksmith.kinds.lcm import (
     GracefulRebootRequest,
     GracefulRebootRequestStatus,
@@ -65,6 +65,7 @@ from racksmith.planners.maintenance import (
 )
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.runtime.conditions import ConditionSpec, set_condition
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
@@ -287,22 +288,10 @@ def build_status(status: GracefulRebootRequestStatus, order: list[str], missing:
 
 def _set_condition(conditions: list[Condition], type_: str, holds: bool,
                    message: str | None, now: datetime) -> list[Condition]:
-    status = ConditionStatus.TRUE if holds else ConditionStatus.FALSE
-    reason = type_ if holds else f"Not{type_}"
-    out: list[Condition] = []
-    found = False
-    for cond in conditions:
-        if cond.type != type_:
-            out.append(cond)
-            continue
-        found = True
-        since = cond.last_transition_time if cond.status == status else now
-        out.append(Condition(type=type_, status=status, reason=reason, message=message,
-                             last_transition_time=since or now))
-    if not found:
-        out.append(Condition(type=type_, status=status, reason=reason, message=message,
-                             last_transition_time=now))
-    return out
+    """Condition ``type_`` True (reason ``type_``) or False (``Not<type_>``)."""
+    spec = (ConditionSpec.true(type_, type_, message or "") if holds
+            else ConditionSpec.false(type_, f"Not{type_}", message or ""))
+    return set_condition(conditions, spec, now, None)
 
 
 def _comparable(status: GracefulRebootRequestStatus) -> Any:
