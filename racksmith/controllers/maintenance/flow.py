@@ -21,9 +21,11 @@ It talks through the runtime ``Client`` (field manager
 run it watch what wakes them. Read from the shared informers where the
 process has them (Nodes, NodeMaintenanceRequests, NodeWorkloadLocks by an
 index on ``spec.nodeName``, Machines, LCMMachines, BareMetalHosts,
-ClusterUpdatePlans, GracefulRebootRequests; its own writes are in the cache
-at once); the node's pods are listed live, since the next decision of the
-same call must see the evictions it just made. Written: the
+ClusterUpdatePlans, GracefulRebootRequests, pods by an index on
+``spec.nodeName``; its own writes are in the cache at once). An eviction is
+seen with the pod's watch event: until then a pod just evicted may be
+evicted again, which the API answers as done (the drainer's Event count
+grows by one). Written: the
 NodeMaintenanceRequest (created, merge-patched annotations, deleted), the
 Node (merge-patched cordon and annotations), the Machine's release
 annotation, the BareMetalHost's reboot annotation, pod evictions. Merge
@@ -109,6 +111,7 @@ class NodeMaintenance:
                  recorder: EventRecorder | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.client.add_index(NODE_LOCKS, field_index_name(NODE_NAME), field_index(NODE_NAME))
+        self.client.add_index(PODS, field_index_name(NODE_NAME), field_index(NODE_NAME))
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
         self.recorder = (recorder if recorder is not None else EventRecorder(
@@ -198,7 +201,7 @@ class NodeMaintenance:
         return [i for i in items if (i.get("spec") or {}).get("nodeName") == node]
 
     async def _pods(self, node: str) -> list[dict[str, Any]]:
-        items = await self.client.list(PODS, fields={NODE_NAME: node}, live=True)
+        items = await self.client.list(PODS, fields={NODE_NAME: node})
         return [p for p in items if (p.get("spec") or {}).get("nodeName") == node]
 
     # --- acting -------------------------------------------------------------------------

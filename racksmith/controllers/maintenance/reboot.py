@@ -22,7 +22,7 @@ records none of its own.
 
 It talks through the runtime ``Client``. Watches (shared informers)
 GracefulRebootRequests, NodeMaintenanceRequests (by owner label), Nodes,
-LCMMachines and NodeWorkloadLocks (mapped, through the node's
+LCMMachines, NodeWorkloadLocks and pods (mapped, through the node's
 NodeMaintenanceRequest in the cache, to the request that holds it), and
 requeues every ``GracefulRebootTimings.poll`` (5 s) while in progress (a
 machine whose request is not created yet is looked at again then). Reads
@@ -77,6 +77,7 @@ from racksmith.runtime.resources import (
     NMRS,
     NODE_LOCKS,
     NODES,
+    PODS,
     REBOOTS,
 )
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -326,5 +327,6 @@ def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
         client.source(NODES, mapper=keys.node_keys),
         client.source(LCMMACHINES, mapper=keys.lcm_keys),
         client.source(NODE_LOCKS, mapper=keys.lock_keys),
+        client.source(PODS, mapper=keys.lock_keys),  # a pod of the node goes: drain on
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

@@ -25,9 +25,11 @@ It talks through the runtime ``Client``. Watched (shared informers, mapped
 to Cluster keys by ``ClusterKeys``): Clusters, Machines, LCMMachines and
 Nodes (heartbeats filtered out by ``on_change``), ClusterUpdatePlans,
 UpdateGroups, UpdateAutoPauses, NodeMaintenanceRequests,
-ClusterWorkloadLocks and NodeWorkloadLocks; all of them are read from the
-cache (ClusterMaintenanceRequests and GracefulRebootRequests from whichever
-informer of the process serves them, else live). Written: UpdateGroups and
+ClusterWorkloadLocks, NodeWorkloadLocks, ClusterMaintenanceRequests (by
+their cluster label), pods (their node's cluster, when one goes) and
+BareMetalHosts (cached for the node flow, mapped to nothing); all of them
+are read from the cache (GracefulRebootRequests from whichever informer of
+the process serves them, else live). Written: UpdateGroups and
 ClusterUpdatePlans (created; plan spec and status PUT with the
 resourceVersion read), the cluster's ClusterMaintenanceRequest (created,
 deleted). A lost race raises ``Conflict``, which the runtime requeues; an
@@ -97,12 +99,14 @@ from racksmith.runtime.resources import (
     CLUSTER_LOCKS,
     CLUSTERS,
     CMRS,
+    HOSTS,
     LCMMACHINES,
     MACHINES,
     NMRS,
     NODE_LOCKS,
     NODES,
     PLANS,
+    PODS,
     REBOOTS,
     UPDATE_GROUPS,
 )
@@ -174,6 +178,17 @@ def _node_digest(obj: Mapping[str, Any]) -> Any:
             bool((obj.get("spec") or {}).get("unschedulable")),
             sorted((meta.get("labels") or {}).items()),
             sorted((meta.get("annotations") or {}).items()))
+
+
+def _pod_digest(obj: Mapping[str, Any]) -> Any:
+    """What of a pod the drain reads: its node and whether it is going."""
+    return ((obj.get("spec") or {}).get("nodeName"),
+            bool((obj.get("metadata") or {}).get("deletionTimestamp")))
+
+
+def _no_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+    """Mapper of a source kept only for the cache the node flow reads."""
+    return []
 
 
 def _lcm_digest(obj: Mapping[str, Any]) -> Any:
@@ -647,6 +662,12 @@ def update_controller(
         source(CLUSTER_LOCKS, index.everything, scoped=False),
         source(NODE_LOCKS, index.of_node, scoped=False),
         source(NODES, on_change(_node_digest, index.of_node), scoped=False),
+        # The node flow's reads: a node's pods (a pod that goes wakes its
+        # drain), the cluster's maintenance request, the hosts' reboot
+        # annotation (read, not watched: the Node's new bootID wakes it).
+        source(PODS, on_change(_pod_digest, index.of_node), scoped=False),
+        source(CMRS, index.of_node, scoped=False),
+        source(HOSTS, _no_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
 
