@@ -134,6 +134,12 @@ class NodeMaintenance:
         for _ in range(MAX_ACTIONS):
             observed = await self.observe(job)
             decision = decide(observed)
+            if isinstance(decision.action, StartDrain | Evict):
+                # A workload controller may have created its lock a moment
+                # ago (the cache can be behind): the step a lock must be
+                # able to stop is decided again on a live read of the locks.
+                observed = await self.observe(job, live_locks=True)
+                decision = decide(observed)
             if decision.waits:
                 self._log_state(log, progress, decision.progress)
                 return decision.progress
@@ -166,8 +172,9 @@ class NodeMaintenance:
 
     # --- observing --------------------------------------------------------------------
 
-    async def observe(self, job: NodeJob) -> NodeObserved:
-        """One snapshot of everything ``decide`` looks at."""
+    async def observe(self, job: NodeJob, *, live_locks: bool = False) -> NodeObserved:
+        """One snapshot of everything ``decide`` looks at (``live_locks``: the
+        NodeWorkloadLocks read from the API, not the cache)."""
         now = self.clock.wall()
         raw_node = await self.client.get(NODES, None, job.node)
         node = node_view(raw_node) if raw_node is not None else None
@@ -175,7 +182,7 @@ class NodeMaintenance:
         request = None
         if raw_req is not None:
             request = RequestView(_labels(raw_req).get(OWNER_LABEL), _annotations(raw_req))
-        locks = tuple(lock_view(raw) for raw in await self._locks(job.node))
+        locks = tuple(lock_view(raw) for raw in await self._locks(job.node, live_locks))
         pods = self.drainer.views(job.node, await self._pods(job.node)) \
             if raw_node is not None else ()
         raw_machine = await self.client.get(MACHINES, job.namespace, job.machine)
@@ -196,8 +203,8 @@ class NodeMaintenance:
             lcm=lcm_view(raw_lcm) if raw_lcm is not None else None,
             bmh=bmh, bmh_reboot_pending=pending, timings=self.timings)
 
-    async def _locks(self, node: str) -> list[dict[str, Any]]:
-        items = await self.client.list(NODE_LOCKS, fields={NODE_NAME: node})
+    async def _locks(self, node: str, live: bool = False) -> list[dict[str, Any]]:
+        items = await self.client.list(NODE_LOCKS, fields={NODE_NAME: node}, live=live)
         return [i for i in items if (i.get("spec") or {}).get("nodeName") == node]
 
     async def _pods(self, node: str) -> list[dict[str, Any]]:
