@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from racksmith.controllers.volume import names as n
 from racksmith.controllers.volume.commit import Committer, Raw
 from racksmith.controllers.volume.observed import Observed, PVView, StorageClassView
-from racksmith.controllers.volume.plan import decide, validation_error
+from racksmith.controllers.volume.plan import decide
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import GROUP, Volume
 from racksmith.kinds.volumejobs import Job, JobOp, JobResult, new_job
@@ -57,8 +57,8 @@ WAITING_ON_NODE = "waiting-on-node"
 
 def _waiting(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The spec of a Volume that may be waiting for its StorageClass or Node."""
-    status = obj.get("status") if isinstance(obj.get("status"), Mapping) else {}
-    if (status or {}).get("phase") not in (None, "Failed"):
+    status = obj.get("status")
+    if isinstance(status, Mapping) and status.get("phase") not in (None, "Failed"):
         return None
     spec = obj.get("spec")
     return spec if isinstance(spec, Mapping) else None
@@ -112,8 +112,6 @@ class VolumeReconciler:
             return Done()
         observed, raw = await self._observe(volume, raw_volume)
         step = decide(observed)
-        if validation_error(observed) is not None:
-            log.debug("volume waits", why=validation_error(observed))
         try:
             return await self.committer.commit(volume, raw, step, log)
         except NotFound:
