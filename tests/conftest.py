@@ -1,6 +1,8 @@
 """Shared fixtures: a real API server, in-process (async tests) or as its own
 process (sync clients, kubectl). They live in :mod:`tests.harness.fixtures`,
-which says which server a test gets and the loop-scope rule."""
+which says which server a test gets and the loop-scope rule. Every test runs
+under :func:`tests.harness.statetables.state_tables_hold`: a transition a
+state table refuses fails it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,10 @@ from tests.harness.fixtures import (  # noqa: F401 (fixtures)
     server_process,
     shared_client,
     shared_ns,
+)
+from tests.harness.statetables import (  # noqa: F401 (fixtures)
+    illegal_transitions,
+    state_tables_hold,
 )
 
 DEMO_MODULES = ("tests/e2e/test_cluster.py", "tests/e2e/test_cluster_volumes.py",

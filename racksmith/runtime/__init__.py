@@ -14,8 +14,9 @@ controllers run against the embedded API server and a real cluster. It never imp
 It also owns what several controllers share (they never import one
 another): ``resources`` (the ``Resource`` of every collection they read or
 write), ``conditions`` (``ConditionSpec``, ``EventSpec``,
-``set_condition``) and ``events`` (``EventRecorder``: core v1 Events, with
-repeats aggregated as client-go does).
+``set_condition``), ``events`` (``EventRecorder``: core v1 Events, with
+repeats aggregated as client-go does) and ``statetable`` (``StateTable``:
+the legal transitions of a status field, refused with ``IllegalTransition``).
 """
 
 from racksmith.runtime.client import Client, as_client

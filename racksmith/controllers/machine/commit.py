@@ -1,6 +1,8 @@
 """The one place a Machine step is carried out.
 
-Owns, in order: performing the step's action (each write optimistic, with
+Owns, in order: refusing a step whose phase change the state table
+(``states.PHASES``) does not list (``IllegalTransition``, before any
+write), performing the step's action (each write optimistic, with
 the resourceVersion read at the start of the reconcile, so a concurrent
 change makes it fail with ``Conflict``, which the runtime requeues, rather
 than overwrite; the host claim alone reads live and moves on to the next
@@ -43,6 +45,7 @@ from racksmith.controllers.machine.plan import (
     WriteUserData,
 )
 from racksmith.controllers.machine.selection import consumer_ref, is_candidate, is_consumed_by
+from racksmith.controllers.machine.states import PHASES
 from racksmith.controllers.machine.status import apply_step, same_status, status_events
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.kinds.cluster import Machine
@@ -109,6 +112,11 @@ def _dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def writes_status(action: Action) -> bool:
+    """The step's status is written after ``action`` (all but the finalizer edits)."""
+    return not isinstance(action, AddFinalizer | RemoveFinalizer)
+
+
 class Committer:
     """Performs steps (see the module docstring)."""
 
@@ -124,9 +132,12 @@ class Committer:
         return self.clock.wall().replace(microsecond=0)
 
     async def commit(self, machine: Machine, raw: Raw, step: Step, log: Any) -> Result:
-        """Carry out ``step`` for ``machine``; raises ``Conflict`` on a lost race
-        and ``NotFound`` when the Machine is gone."""
+        """Carry out ``step`` for ``machine``; raises ``Conflict`` on a lost race,
+        ``NotFound`` when the Machine is gone, and ``IllegalTransition`` (before
+        doing anything) for a phase change the state table does not list."""
         action = step.action
+        if writes_status(action):
+            PHASES.check(machine.status.phase if machine.status else None, step.phase)
         outcome = await self._perform(machine, raw, action)
         if not isinstance(action, Wait):
             log.info("machine step", action=type(action).__name__, phase=step.phase.value)
@@ -160,7 +171,7 @@ class Committer:
                 body = copy.deepcopy(raw.machine)
                 body["metadata"].setdefault("finalizers", []).append(n.FINALIZER)
                 await self.client.update(MACHINES, body)
-                return Outcome(write_status=False)
+                return Outcome(write_status=False)  # see writes_status
             case RemoveFinalizer():
                 body = copy.deepcopy(raw.machine)
                 body["metadata"]["finalizers"] = [
