@@ -96,6 +96,8 @@ class Diagram:
 DIAGRAMS = (
     Diagram("machine-phase", "docs/cluster.md", "racksmith.controllers.machine.states",
             "PHASES"),
+    Diagram("volume-phase", "docs/volumes.md", "racksmith.controllers.volume.states",
+            "PHASES"),
 )
 
 

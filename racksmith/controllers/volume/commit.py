@@ -1,6 +1,8 @@
 """The one place a Volume step is carried out.
 
-Owns, in order: performing the step's action (each write optimistic, with
+Owns, in order: refusing a step whose phase change the state table
+(``states.PHASES``) does not list (``IllegalTransition``, before any
+write), performing the step's action (each write optimistic, with
 the resourceVersion read at the start of the reconcile, so a concurrent
 change — the agent's result annotation, another controller — makes it fail
 with ``Conflict``, which the runtime requeues, rather than overwrite;
@@ -33,7 +35,13 @@ from racksmith.controllers.volume.plan import (
     Step,
     Wait,
 )
-from racksmith.controllers.volume.status import apply_step, same_status, status_events
+from racksmith.controllers.volume.states import PHASES
+from racksmith.controllers.volume.status import (
+    apply_step,
+    phase_of,
+    same_status,
+    status_events,
+)
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import Volume
 from racksmith.kinds.volumejobs import Job, JobOp, new_job
@@ -80,9 +88,12 @@ class Committer:
         return self.clock.wall().replace(microsecond=0)
 
     async def commit(self, volume: Volume, raw: Raw, step: Step, log: Any) -> Result:
-        """Carry out ``step`` for ``volume``; raises ``Conflict`` on a lost race
-        and ``NotFound`` when the Volume is gone."""
+        """Carry out ``step`` for ``volume``; raises ``Conflict`` on a lost race,
+        ``NotFound`` when the Volume is gone, and ``IllegalTransition`` (before
+        doing anything) for a phase change the state table does not list."""
         action = step.action
+        if step.ready is not None:
+            PHASES.check(volume.status.phase if volume.status else None, phase_of(step.ready))
         name = volume.metadata.name or ""
         events = list(step.events)
         job: Job | None = None
