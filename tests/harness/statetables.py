@@ -98,6 +98,8 @@ DIAGRAMS = (
             "PHASES"),
     Diagram("volume-phase", "docs/volumes.md", "racksmith.controllers.volume.states",
             "PHASES"),
+    Diagram("node-maintenance-state", "docs/maintenance.md",
+            "racksmith.planners.maintenance_states", "NODE_FLOW"),
 )
 
 

@@ -4,7 +4,8 @@ Owns ``NodeMaintenance``: ``advance(job)`` reads the world of one node (the
 Node, its NodeMaintenanceRequest, NodeWorkloadLocks and pods, the Machine,
 LCMMachine and BareMetalHost), asks ``planners.maintenance.decide`` for the
 next action, performs it, and decides again from a fresh read, until the
-planner waits (at most ``MAX_ACTIONS`` writes per call); ``finish(job)``
+planner waits (at most ``MAX_ACTIONS`` writes per call) or the state table
+(``planners.maintenance_states``) refuses the next state; ``finish(job)``
 deletes the request; ``sweep`` cleans up after crashes and deleted owners.
 Called by the LCM update controller and the graceful reboot controller
 (``reboot``). Every method may be called any number of times: the flow's
@@ -79,6 +80,7 @@ from racksmith.planners.maintenance import (
     parse_owner,
     rfc3339,
 )
+from racksmith.planners.maintenance_states import NODE_FLOW
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.errors import AlreadyExists, NotFound
@@ -95,6 +97,7 @@ from racksmith.runtime.resources import (
     PODS,
     REBOOTS,
 )
+from racksmith.runtime.statetable import IllegalTransition
 
 MAX_ACTIONS = 10
 FIELD_MANAGER = "racksmith-maintenance"
@@ -128,6 +131,9 @@ class NodeMaintenance:
         Returns where it stopped; ``ReadyToFinish`` asks the caller to record
         the machine as done and call ``finish``. May be called any number of
         times. Raises ``ApiError`` on API errors (the caller retries).
+        A decision that the write before it cannot lead to
+        (``planners.maintenance_states.NODE_FLOW``) ends the walk unperformed:
+        the state it was in is returned, the refusal in its message.
         """
         log = self.log.bind(kind="NodeMaintenanceRequest", name=job.node, owner=job.owner)
         progress: NodeProgress | None = None
@@ -140,6 +146,12 @@ class NodeMaintenance:
                 # able to stop is decided again on a live read of the locks.
                 observed = await self.observe(job, live_locks=True)
                 decision = decide(observed)
+            if progress is not None:
+                refused = _refused(progress, decision.progress, self.timings)
+                if refused is not None:
+                    log.warning("node maintenance transition refused", state=str(progress.state),
+                                next=str(decision.progress.state), message=refused.message)
+                    return refused
             if decision.waits:
                 self._log_state(log, progress, decision.progress)
                 return decision.progress
@@ -381,6 +393,18 @@ class NodeMaintenance:
         await self.client.delete(NMRS, None, name)
         done.append(f"deleted NodeMaintenanceRequest {name}: owner {owner} gone")
         return done
+
+
+def _refused(before: NodeProgress, after: NodeProgress, timings: MaintenanceTimings
+             ) -> NodeProgress | None:
+    """``before`` with the refusal in its message when the state table refuses
+    ``before`` → ``after`` within one walk; None when it allows it."""
+    try:
+        NODE_FLOW.check(before.state, after.state)
+    except IllegalTransition as exc:
+        return replace(before, message=f"{before.message} ({exc.message})",
+                       requeue=timings.poll)
+    return None
 
 
 # --- views of raw objects -------------------------------------------------------------------
