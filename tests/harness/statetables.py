@@ -100,6 +100,8 @@ DIAGRAMS = (
             "PHASES"),
     Diagram("node-maintenance-state", "docs/maintenance.md",
             "racksmith.planners.maintenance_states", "NODE_FLOW"),
+    Diagram("update-plan-phase", "docs/maintenance.md", "racksmith.controllers.update.states",
+            "PLAN_PHASES"),
 )
 
 

@@ -1,9 +1,10 @@
 """The LCM update controller: UpdateGroups, ClusterUpdatePlans, AutoPause.
 
 Modules: ``plan`` (the pure decisions: plan contents, what starts, the
-status), ``events`` (the Events a plan's status change is worth),
-``controller`` (reconciler and runtime wiring, through the runtime
-``Client``), ``alerts`` (alert sources for UpdateAutoPause), ``flow`` (the
+status), ``states`` (the plan phase's state table), ``events`` (the Events
+a plan's status change is worth), ``controller`` (reconciler and runtime
+wiring, through the runtime ``Client``), ``alerts`` (alert sources for
+UpdateAutoPause), ``flow`` (the
 seam to the per-node maintenance flow, which the composition root injects),
 ``timings`` (its waits), ``names``. The contract is in
 ``docs/design/maintenance-contracts.md`` ("The LCM update controller").

@@ -7,7 +7,9 @@ and one runs another release than ``Cluster.spec.release`` (replacing a
 not-started plan whose target is stale); drives the active plan — the
 ClusterMaintenanceRequest and the ClusterWorkloadLocks, UpdateAutoPause,
 which machines start (``plan.to_start``), advancing each machine's node
-flow (``NodeFlow``) — and writes the plan's status; at most every
+flow (``NodeFlow``) — and writes the plan's status (a phase change the
+state table ``states.PLAN_PHASES`` does not list is refused: nothing is
+finished or written, ``IllegalTransition`` is raised); at most every
 ``UpdateTimings.sweep_period`` (30 s) it runs the flow's ``sweep``. The
 decisions are ``plan``'s. Contract:
 ``docs/design/maintenance-contracts.md``, "The LCM update controller".
@@ -76,6 +78,7 @@ from racksmith.controllers.update.names import (
     reboot_owner,
 )
 from racksmith.controllers.update.plan import MachineView
+from racksmith.controllers.update.states import PLAN_PHASES
 from racksmith.controllers.update.timings import UpdateTimings
 from racksmith.kinds.cluster import Cluster, DrainTimeoutAction, Machine, Role
 from racksmith.kinds.lcm import (
@@ -564,6 +567,8 @@ class UpdateReconciler:
             advanced={m: p for m, p in advanced.items() if m not in finished},
             started=started, finished=finished, firing=firing, remaining=remaining,
             cluster_lock_failed=lock_failed, alert_error=alert_error, now=now))
+        assert status.phase is not None  # plan_status always decides one
+        PLAN_PHASES.check(plan.status.phase if plan.status else None, status.phase)
         # The requests go before the status says so: a finished machine is done
         # by the world (release applied, no request), so a crash in between
         # repeats nothing, and a Completed plan never has a request left.
