@@ -4,8 +4,9 @@ Modules: ``plan`` (the pure planner: observed objects → the next step),
 ``observed`` (what a reconcile sees), ``selection`` (which host a Machine
 claims), ``userdata`` (the cloud-config with the agent config),
 ``addresses`` (the Machine's addresses from its netplan), ``status`` (a step
-applied to the status), ``commit`` (performs a step), ``kube`` (the only API
-access), ``index`` (event → Machine mapping), ``controller`` (reconciler and
+applied to the status), ``states`` (the phase's state table),
+``commit`` (performs a step, through the runtime ``Client``), ``index``
+(the informer indexes that map an event to Machines), ``controller`` (reconciler and
 runtime wiring), ``timings`` (the controller's waits), ``names``. The
 resources it names come from ``racksmith.runtime.resources``, its condition
 and Event helpers from ``racksmith.runtime.conditions``. The contracts are in
