@@ -102,6 +102,8 @@ DIAGRAMS = (
             "racksmith.planners.maintenance_states", "NODE_FLOW"),
     Diagram("update-plan-phase", "docs/maintenance.md", "racksmith.controllers.update.states",
             "PLAN_PHASES"),
+    Diagram("graceful-reboot-phase", "docs/maintenance.md",
+            "racksmith.controllers.maintenance.reboot_states", "REBOOT_PHASES"),
 )
 
 

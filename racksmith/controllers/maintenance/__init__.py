@@ -3,10 +3,11 @@
 Modules: ``flow`` (``NodeMaintenance``: advance/finish/sweep over the pure
 state table of ``racksmith.planners.maintenance``), ``drain`` (evictions
 with back-off, naming the PodDisruptionBudget that refuses), ``reboot``
-(the GracefulRebootRequest controller), ``events`` (the Events about Nodes
-the flow records: ``Cordoned``, ``DrainStarted``, ``Evicted``,
-``EvictionRefused``, ``RebootRequested``, ``Uncordoned``), ``timings`` (its
-waits); the API access is the runtime ``Client``.
+(the GracefulRebootRequest controller), ``reboot_states`` (its phase's
+state table), ``events`` (the Events about Nodes the flow records:
+``Cordoned``, ``DrainStarted``, ``Evicted``, ``EvictionRefused``,
+``RebootRequested``, ``Uncordoned``), ``timings`` (its waits); the API
+access is the runtime ``Client``.
 The contracts are in ``docs/design/maintenance-contracts.md``.
 """
 

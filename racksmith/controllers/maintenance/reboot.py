@@ -11,7 +11,9 @@ NodeMaintenanceRequest the owner holds, else the first not recorded Done. At
 ``ReadyToFinish`` the machine is recorded Done in ``status.machines`` first,
 then the request is deleted: a machine recorded Done is never rebooted
 again. ``status.phase`` InProgress → Completed (Failed when a listed
-machine does not exist); conditions ``Blocked`` and ``LockFailed``. Status
+machine does not exist), checked against the state table
+``reboot_states.REBOOT_PHASES`` before it is written; conditions
+``Blocked`` and ``LockFailed``. Status
 goes through the status subresource. A deleted request releases its node
 (uncordon if it cordoned it, delete its NodeMaintenanceRequest).
 
@@ -41,6 +43,7 @@ import structlog
 from pydantic import ValidationError
 
 from racksmith.controllers.maintenance.flow import FIELD_MANAGER, NodeMaintenance
+from racksmith.controllers.maintenance.reboot_states import REBOOT_PHASES
 from racksmith.controllers.maintenance.timings import GracefulRebootTimings
 from racksmith.kinds.cluster import Cluster, Machine, Role
 from racksmith.kinds.common import Condition
@@ -231,8 +234,11 @@ class GracefulRebootReconciler:
                      order: list[str], missing: list[str], known: dict[str, MachineProgress],
                      current: str | None, progress: NodeProgress | None,
                      now: datetime) -> bool:
-        """Write the status when it changed; False if the request is gone."""
+        """Write the status when it changed; False if the request is gone. Raises
+        ``IllegalTransition`` for a phase change ``REBOOT_PHASES`` does not list."""
         new = build_status(status, order, missing, known, current, progress, now)
+        assert new.phase is not None  # build_status always decides one
+        REBOOT_PHASES.check(status.phase, new.phase)
         if _comparable(new) == _comparable(status):
             return True
         body = dict(raw)
