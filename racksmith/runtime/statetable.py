@@ -15,9 +15,14 @@ as ``[*]``); staying in a state is not a transition and is always allowed;
 …); the BareMetalHost controller keeps its richer table of its own
 (``racksmith.controllers.baremetalhost.states``).
 
-``IllegalTransition`` is a ``PermanentError``: a reconcile that lets it
-propagate is logged and counted by the runtime and not retried until the
-object (or a mapped one) changes — never a crash loop. Pure.
+``IllegalTransition`` is a ``TemporaryError``: a reconcile that lets it
+propagate writes nothing, is logged and counted by the runtime and is tried
+again with the key's exponential backoff (capped, so never a hot loop).
+Not a ``PermanentError``: a refusal most often means the decision was made
+on a view that was behind the object (a cache after a restart, a write of
+another controller in flight), and the next read decides again from where
+the object really is; waiting for a watch event instead stalled a plan
+after a control-plane SIGKILL (an e2e run of 2026-12-02). Pure.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Generic, TypeVar
 
-from racksmith.runtime.result import PermanentError
+from racksmith.runtime.result import TemporaryError
 
 E = TypeVar("E", bound=Enum)
 
@@ -41,7 +46,7 @@ class Transition(Generic[E]):
     when: str
 
 
-class IllegalTransition(PermanentError):
+class IllegalTransition(TemporaryError):
     """A controller was about to write a transition its table does not list."""
 
     def __init__(self, what: str, source: Enum | None, target: Enum) -> None:

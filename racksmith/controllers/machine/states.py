@@ -7,11 +7,13 @@ that ``docs/cluster.md`` embeds. ``None`` is a Machine with no phase yet.
 The planner takes the phase from the world on every reconcile (the
 checklist stops at the first thing not as it should be), so a phase may go
 back as well as forward: a Ready machine whose LCMMachine gets a new
-generation is Deploying again, one whose Cluster or ClusterRelease cannot
-be found is Pending, and any phase may be written first when the status was
-lost while the world moved on. What the table refuses: **Failed** (the
-claimed host vanished) for a machine that never got past Pending (it claims
-another host instead), and leaving **Deleting** (a deletion is never undone).
+generation is Deploying again, one whose host lost its image is Pending,
+and any phase may be written first when the status was lost while the
+world moved on. A missing Cluster or ClusterRelease keeps the recorded
+phase, so that a machine past Pending is never claimed a second host. What
+the table refuses: **Failed** (the claimed host vanished) for a machine
+that never got past Pending (it claims another host instead), and leaving
+**Deleting** (a deletion is never undone).
 
 The committer checks every step that writes the status against the table
 before it performs the step's action; a refused transition raises
@@ -24,7 +26,7 @@ from __future__ import annotations
 from racksmith.kinds.cluster import MachinePhase as P
 from racksmith.runtime.statetable import StateTable, Transition
 
-_MISSING = "Cluster or ClusterRelease not found, or the host no longer carries the image"
+_MISSING = "the claimed host no longer carries the image"
 _GONE = "the claimed host is gone or names another machine"
 _DELETED = "deletion requested"
 
@@ -61,8 +63,7 @@ PHASES: StateTable[P] = StateTable(
         _t(P.READY, P.DEPLOYING, "new LCMMachine generation, or the Node not Ready"),
         _t(P.READY, P.FAILED, _GONE),
         _t(P.READY, P.DELETING, _DELETED),
-        _t(P.FAILED, P.PENDING, "Cluster or ClusterRelease not found, or the host is back "
-           "without the image"),
+        _t(P.FAILED, P.PENDING, "the host is back without the image"),
         _t(P.FAILED, P.PROVISIONING, "the host names this machine again, provisioning"),
         _t(P.FAILED, P.DEPLOYING, "the host names this machine again, provisioned"),
         _t(P.FAILED, P.READY, "the host names this machine again, everything in place"),

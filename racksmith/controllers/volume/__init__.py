@@ -4,9 +4,10 @@ Modules: ``plan`` (the pure planner: observed objects → the next step),
 ``observed`` (what a reconcile sees; the task protocol's jobs and results
 are ``racksmith.kinds.volumejobs``, shared with the agent), ``pv`` (the
 PersistentVolume of a Volume), ``status`` (a step applied to the status),
-``states`` (the phase's state table), ``commit`` (performs a step, through the runtime ``Client``), ``controller``
-(reconciler and runtime wiring), ``binder`` (the pre-bound
-claim binder), ``timings`` (the controller's waits), ``names``. The contracts are in
+``states`` (the phase's state table), ``commit`` (performs a step,
+through the runtime ``Client``), ``controller`` (reconciler and runtime
+wiring), ``binder`` (the pre-bound claim binder), ``timings`` (the
+controller's waits), ``names``. The contracts are in
 ``docs/design/volume-contracts.md``.
 """
 

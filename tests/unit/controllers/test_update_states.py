@@ -113,12 +113,12 @@ def test_in_any_reconcile_the_phase_is_a_legal_transition(
 
 
 class Recording:
-    """A Kube double: nothing listed, nothing found; records the writes."""
+    """A Client double: nothing listed, nothing found; records the writes."""
 
     def __init__(self) -> None:
         self.writes: list[str] = []
 
-    async def list_objects(self, *args: Any, **kw: Any) -> list[dict[str, Any]]:
+    async def list(self, *args: Any, **kw: Any) -> list[dict[str, Any]]:
         return []
 
     async def get(self, *args: Any, **kw: Any) -> None:
@@ -150,7 +150,7 @@ async def test_a_completed_plan_is_never_written_back_to_in_progress(
         flow = Finishing()
         reconciler = UpdateReconciler(client, flow)
         kube = Recording()
-        reconciler.kube = kube  # type: ignore[assignment]
+        reconciler.client = kube  # type: ignore[assignment]
         world = World(machine_builders.cluster(), machines, groups(), [], {})
         raw = plan.model_dump(mode="json", by_alias=True, exclude_none=True)
         with pytest.raises(IllegalTransition):

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.commit import Committer, Raw, writes_status
 from racksmith.controllers.machine.observed import Observed
-from racksmith.controllers.machine.plan import Wait, decide
+from racksmith.controllers.machine.plan import decide
 from racksmith.controllers.machine.states import PHASES
 from racksmith.kinds.cluster import MachinePhase as P
 from racksmith.kinds.metal import ProvisioningState
 from racksmith.runtime.clock import FakeClock
-from racksmith.runtime.result import PermanentError
+from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition
 from tests.unit.machine import builders as b
 from tests.unit.machine.test_machine_plan import CASES, M, lcm_spec, provisioned
@@ -33,7 +33,7 @@ def test_the_table_refuses_exactly_failed_before_a_host_and_leaving_deleting(
     assert PHASES.targets(P.DELETING) == []
     with pytest.raises(IllegalTransition) as err:
         PHASES.check(P.DELETING, P.READY)
-    assert isinstance(err.value, PermanentError)
+    assert isinstance(err.value, TemporaryError)
     assert "Machine status.phase: Deleting → Ready" in err.value.message
     PHASES.check(P.READY, P.READY)  # staying is no transition
 
@@ -45,7 +45,9 @@ def _status(phase: P | None) -> dict[str, Any] | None:
 
 
 WITNESS: dict[P, Callable[[P | None], Observed]] = {
-    P.PENDING: lambda s: b.observed(b.machine(status=_status(s)), cluster=None),
+    # The claimed host does not carry the image yet (a missing Cluster keeps the phase).
+    P.PENDING: lambda s: b.observed(b.machine(status=_status(s)),
+                                    hosts=(b.host("h1", consumer=M),)),
     P.PROVISIONING: lambda s: b.observed(
         b.machine(status=_status(s)),
         hosts=(b.host("h1", consumer=M, image=b.IMAGE, user_data="m1-user-data", online=True),),
@@ -171,8 +173,8 @@ async def test_the_committer_refuses_an_illegal_transition_before_any_write(
     # A status that says Deleting on a Machine that is not being deleted (edited by hand):
     # the planner walks the checklist again, the table refuses Deleting → Pending.
     m = b.machine(status={"phase": "Deleting"})
-    step = decide(b.observed(m, cluster=None))
-    assert step.phase is P.PENDING and isinstance(step.action, Wait)
+    step = decide(b.observed(m, hosts=(b.host("h1", consumer=M),)))
+    assert step.phase is P.PENDING and writes_status(step.action)
     kube = Recording()
     committer = Committer(kube, FakeClock())  # type: ignore[arg-type]
     raw = m.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 import pytest
 
-from racksmith.runtime.result import PermanentError
+from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition, StateTable, Transition
 
 
@@ -39,7 +39,7 @@ def test_pairs(illegal_transitions: list[IllegalTransition]) -> None:
     assert t.transition(S.A, S.B_C).when == "on"
     with pytest.raises(IllegalTransition) as err:
         t.check(S.B_C, S.A)
-    assert isinstance(err.value, PermanentError)
+    assert isinstance(err.value, TemporaryError)
     assert err.value.message.startswith("T status.phase: B c → A is not in the state table")
     with pytest.raises(IllegalTransition, match='"" → B c'):
         t.check(None, S.B_C)

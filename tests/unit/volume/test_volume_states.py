@@ -18,7 +18,7 @@ from racksmith.controllers.volume.status import phase_of
 from racksmith.kinds.storage import Volume
 from racksmith.kinds.storage import VolumePhase as P
 from racksmith.runtime.clock import FakeClock
-from racksmith.runtime.result import PermanentError
+from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition
 from tests.unit.volume import builders as b
 from tests.unit.volume.builders import PREP, UNPREP
@@ -30,7 +30,7 @@ def test_the_table_refuses_exactly_leaving_terminating_but_to_failed(
     assert set(PHASES.illegal()) == {(P.TERMINATING, P.PENDING), (P.TERMINATING, P.AVAILABLE)}
     with pytest.raises(IllegalTransition) as err:
         PHASES.check(P.TERMINATING, P.AVAILABLE)
-    assert isinstance(err.value, PermanentError)
+    assert isinstance(err.value, TemporaryError)
     assert "Volume status.phase: Terminating → Available" in err.value.message
 
 
