@@ -113,6 +113,11 @@ async def test_reads_from_the_shared_cache_and_sees_its_own_writes(
         assert (await c.get(SECRETS, ns, "c1") or {})["metadata"]["labels"]["tier"] == "gold"
         gold = await c.list(SECRETS, ns, labels={"tier": "gold"})
         assert [o["metadata"]["name"] for o in gold] == ["c1"]
+        # copy=False: the cached objects themselves (read-only callers), the same answer.
+        shared = await c.list(SECRETS, ns, labels={"tier": "gold"}, copy=False)
+        assert shared == gold
+        assert shared[0] is (await c.list(SECRETS, ns, labels={"tier": "gold"}, copy=False))[0]
+        assert gold[0] is not shared[0]
         assert [o["metadata"]["name"] for o in await c.list(SECRETS, ns, labels="tier!=gold")] \
             == ["c2"]
         current = await c.get(SECRETS, ns, "c1")

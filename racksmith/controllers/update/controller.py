@@ -306,23 +306,25 @@ class UpdateReconciler:
     # --- reading ------------------------------------------------------------------
 
     async def _observe(self, key: ObjectKey, cluster: Cluster) -> World:
+        # Read-only lists are not copied (copy=False): they are only parsed
+        # into models; the plans are copied, a write starts from them.
         ns = key.namespace
-        raw_groups = await self.client.list(UPDATE_GROUPS, ns)
+        raw_groups = await self.client.list(UPDATE_GROUPS, ns, copy=False)
         groups = [g for g in (_parse(UpdateGroup, r) for r in raw_groups) if g is not None]
         policies = [GroupPolicy(g.metadata.name or "", g.spec.index, g.spec.concurrent_updates,
                                 g.spec.reboot_if_update_requires) for g in groups]
         known = {p.name for p in policies}
         lcms: dict[str, LCMMachine] = {}
-        for r in await self.client.list(LCMMACHINES, ns):
+        for r in await self.client.list(LCMMACHINES, ns, copy=False):
             lcm = _parse(LCMMachine, r)
             if lcm is not None:
                 lcms[lcm.metadata.name or ""] = lcm
         nmr_owners: dict[str, str] = {}
-        for r in await self.client.list(NMRS):
+        for r in await self.client.list(NMRS, copy=False):
             node = str((r.get("spec") or {}).get("nodeName") or r["metadata"]["name"])
             nmr_owners[node] = str((r["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
         machines: list[MachineView] = []
-        for r in await self.client.list(MACHINES, ns):
+        for r in await self.client.list(MACHINES, ns, copy=False):
             m = _parse(Machine, r)
             if m is None or m.spec.cluster_name != key.name or m.metadata.deletion_timestamp:
                 continue
