@@ -30,12 +30,10 @@ from __future__ import annotations
 
 from racksmith.planners.maintenance import NodeState as N
 from racksmith.runtime.statetable import StateTable, Transition
+from racksmith.runtime.statetable import Transition as _t
 
 _NODE = "the Node is gone or not Ready"
 
-
-def _t(source: N, target: N, when: str) -> Transition[N]:
-    return Transition(source, target, when)
 
 
 def _on(source: N, done: str) -> tuple[Transition[N], ...]:

@@ -9,6 +9,8 @@ Owns:
   integration tests is checked against its table, whatever the test
   asserts. A test that provokes a refusal on purpose asks for the
   ``illegal_transitions`` fixture (the refusals seen, in order) instead.
+- ``Recording``: a client double that records every call, for the tests
+  that a refused transition is refused before anything is written.
 - ``DIAGRAMS`` and ``section``: where each table's Mermaid diagram lives in
   the user guides, between ``<!-- BEGIN state-diagram KEY ... -->`` and
   ``<!-- END state-diagram KEY -->``; ``tests/unit/test_state_diagrams.py``
@@ -31,6 +33,19 @@ from racksmith.runtime.statetable import IllegalTransition, StateTable
 ROOT = Path(__file__).resolve().parents[2]
 _SEEN = pytest.StashKey[list[IllegalTransition]]()
 _EXPECTED = pytest.StashKey[bool]()
+
+
+class Recording:
+    """A client double that records every call (none is expected)."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(*args: Any, **kw: Any) -> Any:
+            self.calls.append(name)
+            return None
+        return call
 
 
 @pytest.fixture(autouse=True)

@@ -17,22 +17,20 @@ that never got past Pending (it claims another host instead), and leaving
 
 The committer checks every step that writes the status against the table
 before it performs the step's action; a refused transition raises
-``IllegalTransition`` (a ``PermanentError``: logged, not retried until the
-Machine or a mapped object changes) and nothing is written. Pure.
+``IllegalTransition`` (a ``TemporaryError``: logged, decided again with backoff from a
+fresh read) and nothing is written. Pure.
 """
 
 from __future__ import annotations
 
 from racksmith.kinds.cluster import MachinePhase as P
-from racksmith.runtime.statetable import StateTable, Transition
+from racksmith.runtime.statetable import StateTable
+from racksmith.runtime.statetable import Transition as _t
 
 _MISSING = "the claimed host no longer carries the image"
 _GONE = "the claimed host is gone or names another machine"
 _DELETED = "deletion requested"
 
-
-def _t(source: P | None, target: P, when: str) -> Transition[P]:
-    return Transition(source, target, when)
 
 
 PHASES: StateTable[P] = StateTable(

@@ -17,22 +17,20 @@ refuses the plan phases a reboot never writes (NotStarted, AutoPaused).
 
 The controller checks the phase against the table before it writes the
 status; a refused transition raises ``IllegalTransition`` (a
-``PermanentError``: logged, not retried until the request or a mapped
-object changes) and the status is not written. Pure.
+``TemporaryError``: logged, decided again with backoff from a
+fresh read) and the status is not written. Pure.
 """
 
 from __future__ import annotations
 
 from racksmith.kinds.lcm import PlanPhase as P
-from racksmith.runtime.statetable import StateTable, Transition
+from racksmith.runtime.statetable import StateTable
+from racksmith.runtime.statetable import Transition as _t
 
 _ALL_DONE = "every machine to reboot is Done"
 _MISSING = "every existing machine is Done, a listed machine does not exist"
 _NEW = "a machine not rebooted yet (joined the cluster or listed)"
 
-
-def _t(source: P | None, target: P, when: str) -> Transition[P]:
-    return Transition(source, target, when)
 
 
 REBOOT_PHASES: StateTable[P] = StateTable(

@@ -17,21 +17,19 @@ new plan). ``PlanPhase.FAILED`` is never written for a plan.
 
 The controller checks the phase against the table before it finishes
 machines or writes the status; a refused transition raises
-``IllegalTransition`` (a ``PermanentError``: logged, not retried until the
-Cluster or a mapped object changes) and the status is not written. Pure.
+``IllegalTransition`` (a ``TemporaryError``: logged, decided again with backoff from a
+fresh read) and the status is not written. Pure.
 """
 
 from __future__ import annotations
 
 from racksmith.kinds.lcm import PlanPhase as P
-from racksmith.runtime.statetable import StateTable, Transition
+from racksmith.runtime.statetable import StateTable
+from racksmith.runtime.statetable import Transition as _t
 
 _DONE = "every machine of the schedule is done"
 _FIRES = "an UpdateAutoPause alert fires"
 
-
-def _t(source: P | None, target: P, when: str) -> Transition[P]:
-    return Transition(source, target, when)
 
 
 PLAN_PHASES: StateTable[P] = StateTable(

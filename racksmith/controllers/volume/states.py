@@ -13,20 +13,18 @@ unprepare job failed), since a deletion is never undone.
 
 The committer checks every step that writes the Ready condition against the
 table before it performs the step's action; a refused transition raises
-``IllegalTransition`` (a ``PermanentError``: logged, not retried until the
-Volume or a mapped object changes) and nothing is written. Pure.
+``IllegalTransition`` (a ``TemporaryError``: logged, decided again with backoff from a
+fresh read) and nothing is written. Pure.
 """
 
 from __future__ import annotations
 
 from racksmith.kinds.storage import VolumePhase as P
-from racksmith.runtime.statetable import StateTable, Transition
+from racksmith.runtime.statetable import StateTable
+from racksmith.runtime.statetable import Transition as _t
 
 _DELETED = "deletion requested"
 
-
-def _t(source: P | None, target: P, when: str) -> Transition[P]:
-    return Transition(source, target, when)
 
 
 PHASES: StateTable[P] = StateTable(

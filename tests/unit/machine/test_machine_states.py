@@ -21,6 +21,7 @@ from racksmith.kinds.metal import ProvisioningState
 from racksmith.runtime.clock import FakeClock
 from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition
+from tests.harness.statetables import Recording
 from tests.unit.machine import builders as b
 from tests.unit.machine.test_machine_plan import CASES, M, lcm_spec, provisioned
 
@@ -153,19 +154,6 @@ def test_in_any_world_the_planned_phase_is_a_legal_transition(world: Observed) -
 
 
 # --- the committer refuses ------------------------------------------------------------------
-
-
-class Recording:
-    """A Kube double that records every call (none is expected)."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        async def call(*args: Any, **kw: Any) -> Any:
-            self.calls.append(name)
-            return None
-        return call
 
 
 async def test_the_committer_refuses_an_illegal_transition_before_any_write(

@@ -20,6 +20,7 @@ from racksmith.kinds.storage import VolumePhase as P
 from racksmith.runtime.clock import FakeClock
 from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition
+from tests.harness.statetables import Recording
 from tests.unit.volume import builders as b
 from tests.unit.volume.builders import PREP, UNPREP
 from tests.unit.volume.test_volume_plan import CASES
@@ -106,19 +107,6 @@ def test_in_any_world_the_planned_phase_is_a_legal_transition(world: Observed) -
 
 
 # --- the committer refuses ------------------------------------------------------------------
-
-
-class Recording:
-    """A Kube double that records every call (none is expected)."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        async def call(*args: Any, **kw: Any) -> Any:
-            self.calls.append(name)
-            return None
-        return call
 
 
 class _Log:
