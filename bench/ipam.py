@@ -5,10 +5,11 @@ Owns the IPAM part of ``make bench``. Measures, in one run:
 * the in-memory baseline: the pure allocator (``racksmith.ipam.Allocator``)
   handing out N addresses of a /16, no I/O at all;
 * API claims: N addresses claimed from a /16 Subnet by C concurrent
-  claimers (asyncio tasks, each with its own ApiClient and TakenHint, as
-  separate controller replicas would be), twice: lowest address first (the
-  default) and with ``TakenHint(spread=...)`` (random start), each on its
-  own /16; both with the real protocol
+  claimers (each with its own ApiClient and TakenHint, as separate
+  controller processes would be; each claims with W concurrent workers
+  sharing its hint, default 4 as ``racksmith up``'s controllers have),
+  twice: lowest address first (the default) and with
+  ``TakenHint(spread=...)`` (random start), each on its own /16; both with the real protocol
   (``racksmith.ipamclaims.claim_address``: create the IPaddr named
   after the address; 409 → someone else won, try the next) against a
   ``racksmith apiserver`` process started here (port 0, temporary data dir,
@@ -19,7 +20,8 @@ and prints a table with claims/s, the ratio to the baseline, lost races
 IPaddr objects, all addresses distinct, and the Subnet controller's status
 (one reconcile) showing N allocated. Exit status 1 if any check failed.
 
-    .venv/bin/python bench/ipam.py [--quick] [--count N] [--claimers C] [--json PATH]
+    .venv/bin/python bench/ipam.py [--quick] [--count N] [--claimers C] [--workers W]
+        [--json PATH]
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ PHASES = (("lowest first", "bench-net", "10.100.0.0/16", False),
 
 
 async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: str,
-                 spread: bool) -> Obj:
+                 spread: bool, workers: int = 1) -> Obj:
     """One phase: ``claimers`` concurrent claimers take ``n`` addresses of a new subnet."""
     gateway = cidr.replace(".0/16", ".1")
     kubeconfig = server.data_dir / "kubeconfig"
@@ -97,8 +99,14 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
         failures: list[str] = []
 
         async def claimer(i: int, client: ApiClient, count: int) -> list[str]:
-            nonlocal conflicts
             hint = TakenHint(spread=random.Random(i).random if spread else None)
+            shares = [count // workers + (1 if w < count % workers else 0)
+                      for w in range(workers)]
+            done = await asyncio.gather(*(worker(client, hint, k) for k in shares))
+            return [a for got in done for a in got]
+
+        async def worker(client: ApiClient, hint: TakenHint, count: int) -> list[str]:
+            nonlocal conflicts
             got: list[str] = []
             for _ in range(count):
                 t0 = time.perf_counter()
@@ -125,7 +133,7 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
                                                        subnet_name)
         status = after.get("status") or {}
         return {
-            "n": n, "claimers": claimers, "cidr": cidr, "spread": spread,
+            "n": n, "claimers": claimers, "workers": workers, "cidr": cidr, "spread": spread,
             "seconds": round(seconds, 3),
             "per_second": round(len(addresses) / seconds, 1) if seconds else 0.0,
             "conflicts": conflicts, "failures": failures[:5],
@@ -144,11 +152,12 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
             await c.close()
 
 
-async def run(server: Server, n: int, claimers: int, res: Obj) -> None:
+async def run(server: Server, n: int, claimers: int, res: Obj, workers: int = 1) -> None:
     for name, subnet_name, cidr, spread in PHASES:
-        print(f"  {name}: {claimers} claimers claiming {n} addresses of {cidr} ...",
-              flush=True)
-        res["phases"][name] = await claims(server, n, claimers, subnet_name, cidr, spread)
+        print(f"  {name}: {claimers} claimers x {workers} workers claiming {n} addresses "
+              f"of {cidr} ...", flush=True)
+        res["phases"][name] = await claims(server, n, claimers, subnet_name, cidr, spread,
+                                           workers)
 
 
 def problems_of(res: Obj) -> list[str]:
@@ -179,7 +188,8 @@ def print_table(res: Obj) -> None:
              f"{mem:,.0f}/s")]
     for name, c in res["phases"].items():
         rows += [
-            (f"API claims, {c['claimers']} concurrent claimers, {name}", f"{c['n']:,}",
+            (f"API claims, {c['claimers']} claimers x {c.get('workers', 1)} workers, {name}",
+             f"{c['n']:,}",
              f"{c['per_second']:,.0f}/s"),
             ("  claim latency p50 / p99", "", f"{c['p50_ms']} / {c['p99_ms']} ms"),
             ("  lost races (409 AlreadyExists, retried)", "", f"{c['conflicts']:,}"),
@@ -205,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=10_000, help="addresses to claim")
     parser.add_argument("--claimers", type=int, default=4, help="concurrent claimers")
+    parser.add_argument("--workers", type=int, default=4,
+                        help="concurrent claims per claimer, sharing its hint")
     parser.add_argument("--quick", action="store_true", help="1,000 addresses")
     parser.add_argument("--tmpdir", type=Path, default=None, help="where the data dir goes")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
@@ -212,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     count = 1_000 if args.quick else args.count
     signal.signal(signal.SIGTERM, _sigterm)
     res: Obj = {"benchmark": "racksmith ipam", "date": dt.datetime.now(dt.UTC).isoformat(),
-                "params": {"count": count, "claimers": args.claimers}, "phases": {},
+                "params": {"count": count, "claimers": args.claimers,
+                           "workers": max(1, args.workers)}, "phases": {},
                 "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
                             "loadavg_start": os.getloadavg()}}
     print(f"in-memory allocator: {count} allocations ...", flush=True)
@@ -223,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             print(f"server {server.url} (pid {server.proc.pid})", flush=True)
             try:
-                asyncio.run(run(server, count, args.claimers, res))
+                asyncio.run(run(server, count, args.claimers, res, max(1, args.workers)))
             except (TimeoutError, RuntimeError, OSError) as exc:
                 res["phase_error"] = f"{type(exc).__name__}: {exc}"
         finally:

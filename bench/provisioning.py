@@ -519,16 +519,28 @@ class DirectScript:
                 await self._poller
         await self.session.close()
 
-    async def request(self, method: str, path: str, body: Any = None) -> Any:
+    async def request(self, method: str, path: str, body: Any = None, *,
+                      exists_ok: bool = False) -> Any:
+        """One call, retried while the node is locked, the conductor busy or
+        the request timed out (a saturated Ironic at 300+ nodes). A create
+        retried after a timeout may have been made: ``exists_ok`` turns the
+        409 "already exists" into None (the caller reads what exists)."""
         for attempt in range(120):
             self.calls += 1
-            async with self.session.request(method, f"{self.url}{path}", json=body) as r:
-                text = await r.text()
-                status = r.status
+            try:
+                async with self.session.request(method, f"{self.url}{path}", json=body) as r:
+                    text = await r.text()
+                    status = r.status
+            except (TimeoutError, aiohttp.ClientConnectionError):
+                self.retries += 1
+                await asyncio.sleep(1.0)
+                continue
             if status in (409, 503) and (status == 503 or "locked" in text.lower()):
                 self.retries += 1
                 await asyncio.sleep(0.5 if attempt < 20 else 2.0)
                 continue
+            if status == 409 and exists_ok and "already exists" in text.lower():
+                return None
             if status >= 400:
                 raise RuntimeError(f"{method} {path}: HTTP {status} {text[:300]}")
             return json.loads(text) if text else None
@@ -582,8 +594,11 @@ class DirectScript:
         node = await self.request("POST", "/v1/nodes", {
             "name": h.name, "driver": h.driver, "driver_info": h.driver_info,
             "properties": {"capabilities": "boot_mode:uefi"},
-            **{f"{k}_interface": v for k, v in h.interfaces.items()}})
-        await self.request("POST", "/v1/ports", {"node_uuid": node["uuid"], "address": h.mac})
+            **{f"{k}_interface": v for k, v in h.interfaces.items()}}, exists_ok=True)
+        if node is None:  # made by an attempt that timed out
+            node = await self.request("GET", f"/v1/nodes/{h.name}")
+        await self.request("POST", "/v1/ports", {"node_uuid": node["uuid"], "address": h.mac},
+                           exists_ok=True)
         await self.action(h.name, "manage", "manageable")
         await self.action(h.name, "inspect", "manageable")
         await self.action(h.name, "provide", "available")

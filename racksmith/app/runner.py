@@ -261,7 +261,7 @@ class Racksmith:
             if self.emulator is not None:
                 await self.emulator.start(url)
                 self.on_step(f"emulated hosts: kubectl apply -f {self.emulator.manifest_path}")
-        self._ironic_client = IronicClient(url, node_cache_ttl=1.0)
+        self._ironic_client = IronicClient(url, node_poll_interval=1.0)
         await self._ironic_client.__aenter__()
         self.provisioner = IronicProvisioner(self._ironic_client, settings,
                                              timings=s.timings.ironic)

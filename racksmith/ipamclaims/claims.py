@@ -105,12 +105,18 @@ class TakenHint:
     replicas, many workers) then rarely want the same address: far fewer
     409s, at the price of addresses no longer being handed out lowest first.
     Safety does not depend on it.
+
+    One hint may serve concurrent claims of one process (a controller's
+    workers): an address one of them is trying is ``pending`` and skipped by
+    the others, so a process never races itself.
     """
 
     used: set[int] = field(default_factory=set)
     floor: int | None = None
     loaded: bool = False
     spread: Callable[[], float] | None = None
+    pending: set[int] = field(default_factory=set)
+    """Addresses a claim of this process is trying right now."""
 
 
 async def claim_address(
@@ -152,11 +158,17 @@ async def claim_address(
             # live, since the cache may still hold an address just released.
             await _load(client, namespace, name, pool, hint, live=attempt > 0)
         for value in _candidates(pool, hint):
+            if value in hint.pending:
+                continue
             address = pool.address(value)
             body = ipaddr_body(model, pool, address, owner, mac, labels)
-            created = await _create(client, namespace, body)
-            # Candidates skip only addresses known taken, so (without spread)
-            # everything below this one is taken now too.
+            hint.pending.add(value)
+            try:
+                created = await _create(client, namespace, body)
+            finally:
+                hint.pending.discard(value)
+            # Candidates skip only addresses known taken or being tried, so
+            # (without spread) everything below this one is taken now too.
             hint.used.add(value)
             hint.floor = value + 1
             if created is not None:

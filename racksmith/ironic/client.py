@@ -4,7 +4,12 @@ Owns: HTTP to Ironic — nodes (CRUD, JSON-patch), ports, provision and power
 state changes, validation, inventory — with one fixed API microversion, error
 translation (Ironic's error JSON → :class:`IronicAPIError` carrying Ironic's
 message; connection failures → :class:`IronicUnavailable`) and per-host
-call counting (the benchmark "Ironic API calls per host").
+call counting (the benchmark "Ironic API calls per host"), and the shared
+node listing: with ``node_poll_interval`` one background task lists every
+node (paged, :data:`NODE_FIELDS` only) on that cadence — the provisioner's
+informer: node reads are served from it and :meth:`IronicClient.node_changes`
+yields the names of nodes whose listed data changed between two listings,
+so a controller can queue those hosts instead of each host polling.
 
 Why not openstacksdk: it is synchronous (we would need a thread per call),
 pulls in keystoneauth and a large dependency tree, and we use a dozen
@@ -19,12 +24,15 @@ can hold BMC passwords: they are never logged or put into exceptions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import urllib.parse
 from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import structlog
 
 #: One microversion for every call: 1.95 has node inventory (1.81),
 #: configdrive as JSON (1.56), ``automated_clean`` (1.47), no ``.json``
@@ -74,7 +82,8 @@ class IronicClient:
 
     def __init__(self, base_url: str, *, timeout: float = 30.0,
                  session: aiohttp.ClientSession | None = None,
-                 node_cache_ttl: float = 0.0) -> None:
+                 node_cache_ttl: float = 0.0, node_poll_interval: float = 0.0,
+                 node_stale_after: float = 30.0) -> None:
         """``node_cache_ttl`` > 0 serves :meth:`get_node` from node data at
         most that old: one shared listing of all nodes (one call per period
         for all hosts instead of one per host per poll), or a direct read of
@@ -83,7 +92,16 @@ class IronicClient:
         caller never acts on a state older than its own last write; repeated
         reads of a node between two writes (one reconcile) cost at most one
         call. A node missing from a listing fetched after our last write to
-        it is absent."""
+        it is absent.
+
+        ``node_poll_interval`` > 0 lists the nodes in the background on
+        that cadence instead (the listing starts again ``node_poll_interval``
+        after the previous one started, at once if it took longer): reads
+        never wait for a listing; a node's listed data serves reads while it
+        is newer than our last write to it and at most ``node_stale_after``
+        old (a stuck listing falls back to direct reads), else the node is
+        read directly. The poller starts with the first call or
+        :meth:`node_changes`, and stops with :meth:`close`."""
         self.base_url = base_url.rstrip("/")
         self._cache_ttl = node_cache_ttl
         self._cache: dict[str, tuple[float, JsonObject]] = {}
@@ -95,6 +113,16 @@ class IronicClient:
         self._written_at: dict[str, float] = {}
         """node → when our last write to it completed (loop time)."""
         self._refresh_lock = asyncio.Lock()
+        self._poll_interval = node_poll_interval
+        self._stale_after = max(node_stale_after, node_poll_interval)
+        if node_poll_interval > 0:
+            self._cache_ttl = self._stale_after
+        self._poller: asyncio.Task[None] | None = None
+        self._listed: dict[str, JsonObject] = {}
+        """node name → its data in the latest listing (what changes are diffed against)."""
+        self._subscribers: list[asyncio.Queue[str]] = []
+        self.listings = 0
+        """Node listings fetched (each one or more paged calls)."""
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session = session
         self._own_session = session is None
@@ -113,6 +141,11 @@ class IronicClient:
         await self.close()
 
     async def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
         if self._session is not None and self._own_session:
             await self._session.close()
         self._session = None
@@ -126,6 +159,7 @@ class IronicClient:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
             self._own_session = True
+        self._ensure_poller()
         self.total_calls += 1
         if host is not None:
             self.calls[host] += 1
@@ -163,8 +197,9 @@ class IronicClient:
         """The node by name or uuid, None if absent. With a node cache, only
         :data:`NODE_FIELDS` are returned (whether cached or read directly)."""
         if self._cache_ttl > 0:
+            self._ensure_poller()
             hit, cached = self._cached(node)
-            if not hit:
+            if not hit and self._poll_interval <= 0:
                 await self._refresh_cache()
                 hit, cached = self._cached(node)
             if hit:
@@ -200,12 +235,77 @@ class IronicClient:
             return True, None
         return False, None
 
-    async def _refresh_cache(self) -> None:
+    @property
+    def polls_nodes(self) -> bool:
+        """Node reads come from a background listing (``node_poll_interval``)."""
+        return self._poll_interval > 0
+
+    def _ensure_poller(self) -> None:
+        if self._poll_interval > 0 and self._poller is None:
+            self._poller = asyncio.get_running_loop().create_task(
+                self._poll_nodes(), name="ironic-node-poller")
+
+    async def _poll_nodes(self) -> None:
+        """List every node on the poll cadence until cancelled; a failed
+        listing is logged (no request body or credentials in it) and tried
+        again on the next tick."""
         loop = asyncio.get_running_loop()
-        if loop.time() - self._listed_at < self._cache_ttl:
+        log = structlog.get_logger("racksmith.ironic")
+        failing = False
+        while True:
+            started = loop.time()
+            try:
+                await self._refresh_cache(force=True)
+            except (IronicUnavailable, IronicAPIError) as exc:
+                if not failing:
+                    log.warning("listing Ironic nodes failed", error=str(exc))
+                failing = True
+            except Exception as exc:  # the poller must outlive a bug
+                log.error("listing Ironic nodes failed", error=f"{type(exc).__name__}: {exc}")
+                failing = True
+            else:
+                if failing:
+                    log.info("listing Ironic nodes again")
+                failing = False
+            await asyncio.sleep(max(0.0, self._poll_interval - (loop.time() - started)))
+
+    async def node_changes(self) -> AsyncIterator[str]:
+        """Names of the nodes whose listed data changed from one background
+        listing to the next (appeared, changed or gone), as they are seen;
+        runs until cancelled. Needs ``node_poll_interval``. The first
+        listing is the baseline: its nodes are not reported."""
+        if self._poll_interval <= 0:
+            raise RuntimeError("node_changes needs node_poll_interval > 0")
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        self._subscribers.append(queue)
+        self._ensure_poller()
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._subscribers.remove(queue)
+
+    def _publish(self, nodes: list[JsonObject], complete: bool) -> None:
+        """Diff a listing against the previous one and tell the subscribers."""
+        listed = {str(n["name"]): n for n in nodes if n.get("name")}
+        first = self.listings == 0
+        self.listings += 1
+        previous, self._listed = self._listed, listed
+        if first or not self._subscribers:
+            return
+        changed = [name for name, node in listed.items() if previous.get(name) != node]
+        if complete:
+            changed += [name for name in previous if name not in listed]
+        for name in changed:
+            for queue in self._subscribers:
+                queue.put_nowait(name)
+
+    async def _refresh_cache(self, *, force: bool = False) -> None:
+        loop = asyncio.get_running_loop()
+        if not force and loop.time() - self._listed_at < self._cache_ttl:
             return
         async with self._refresh_lock:
-            if loop.time() - self._listed_at < self._cache_ttl:
+            if not force and loop.time() - self._listed_at < self._cache_ttl:
                 return
             started = loop.time()
             nodes, complete = await self._list_all("/v1/nodes", "nodes",
@@ -217,6 +317,7 @@ class IronicClient:
             self._cache = cache
             self._listed_at = started
             self._listing_complete = complete
+            self._publish(nodes, complete)
 
     async def _list_all(self, path: str, key: str,
                         params: dict[str, str]) -> tuple[list[JsonObject], bool]:

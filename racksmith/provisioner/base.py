@@ -21,9 +21,10 @@ the backend being unreachable (:class:`BackendUnavailable`) or bugs.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from racksmith.kinds.hardware import HardwareDetails
 
@@ -181,3 +182,16 @@ class Provisioner(Protocol):
     async def detach(self, host: HostIdentity) -> Result:
         """Stop managing the host without touching the server (node removed
         from the backend, power untouched). done = detached."""
+
+
+@runtime_checkable
+class HostChanges(Protocol):
+    """Optional for a backend: it can say which hosts changed on its side
+    (the BareMetalHost controller then queues them, the way an informer
+    queues a changed object, instead of waiting for each host's poll)."""
+
+    def host_changes(self) -> AsyncIterator[tuple[str, str]]:
+        """(namespace, name) of each host whose backend state changed, as it
+        is seen; runs until cancelled. A hint, never state: the controller
+        reconciles the host, which reads what it needs."""
+        ...

@@ -30,9 +30,10 @@ are never logged.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import structlog
@@ -103,6 +104,17 @@ class IronicProvisioner:
             return bool(await self.client.list_drivers())
         except (IronicUnavailable, IronicAPIError):
             return False
+
+    async def host_changes(self) -> AsyncIterator[tuple[str, str]]:
+        """Hosts whose node changed between two of the client's background
+        listings (:meth:`IronicClient.node_changes`); nothing without them
+        (the client polls no listing: each host's own poll is all there is)."""
+        if not self.client.polls_nodes:
+            await asyncio.Event().wait()  # never set: runs until cancelled
+        async for node in self.client.node_changes():
+            namespace, sep, name = node.partition("~")
+            if sep and namespace and name:
+                yield namespace, name
 
     # --- registration -----------------------------------------------------
 

@@ -6,7 +6,9 @@ ask the state's handler for a proposal, hand it to the committer) and
 
 Watches (shared informers of the runtime ``Client``): BareMetalHosts; and
 Secrets and BareMetalHostProfiles, mapped to the hosts that reference them
-through indexes of the host informer (``index``). Reads the host, its BMC
+through indexes of the host informer (``index``); and, when the
+provisioner can tell (``backend``), the hosts whose backend state changed —
+from Ironic's shared node listing. Reads the host, its BMC
 credentials and config-drive Secrets and its profile from those caches.
 Writes the host (finalizer, annotations; its status subresource) and its
 BareMetalHostInventory (``committer``, ``inventory``). Talks to the API
@@ -46,6 +48,7 @@ import structlog
 import yaml
 from prometheus_client import CollectorRegistry
 
+from racksmith.controllers.baremetalhost.backend import BackendSource
 from racksmith.controllers.baremetalhost.calls import BudgetExhausted, CallBudget, HostCalls
 from racksmith.controllers.baremetalhost.committer import Committer
 from racksmith.controllers.baremetalhost.context import (
@@ -65,7 +68,13 @@ from racksmith.kinds.common import ConditionStatus, SecretReference
 from racksmith.kinds.hostprofile import BareMetalHostProfile
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.kinds.metal import ProvisioningState as S
-from racksmith.provisioner.base import BackendUnavailable, BMCAccess, HostIdentity, Provisioner
+from racksmith.provisioner.base import (
+    BackendUnavailable,
+    BMCAccess,
+    HostChanges,
+    HostIdentity,
+    Provisioner,
+)
 from racksmith.redact import register_secret
 from racksmith.runtime.client import as_client
 from racksmith.runtime.clock import Clock, SystemClock
@@ -76,6 +85,7 @@ from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
 from racksmith.runtime.resources import HOSTS, PROFILES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
+from racksmith.runtime.source import Source
 
 CONTROLLER_NAME = "baremetalhost"
 COMPONENT = "racksmith-baremetalhost"
@@ -326,11 +336,13 @@ def baremetalhost_controller(
         namespace=namespace,
     )
     client, references = reconciler.client, reconciler.references
-    sources = [
+    sources: list[Source] = [
         client.source(HOSTS, namespace=namespace),
         client.source(SECRETS, namespace=namespace, mapper=references.secret_keys),
         client.source(PROFILES, namespace=namespace, mapper=references.profile_keys),
     ]
+    if isinstance(provisioner, HostChanges):
+        sources.append(BackendSource(provisioner, namespace))
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
 
 

@@ -157,6 +157,21 @@ async def test_spread_starts_anywhere_and_wraps() -> None:
     assert isinstance(out, NotClaimed) and out.exhausted
 
 
+async def test_concurrent_claims_sharing_a_hint_never_race_each_other() -> None:
+    """The workers of one process share a hint: an address one is trying is
+    skipped by the others, so they lose no race among themselves."""
+    api: Any = FakeApi(random.Random(1))
+    net = subnet(cidr="10.0.0.0/26")  # 61 addresses
+    hint = TakenHint()
+    got = await asyncio.gather(*(claim_address(api, net, OWNER, hint=hint) for _ in range(40)))
+    claimed = [g for g in got if isinstance(g, Claimed)]
+    assert len(claimed) == 40 and len({g.address for g in claimed}) == 40
+    assert sum(g.conflicts for g in claimed) == 0
+    assert hint.pending == set()
+    # Lowest first all the same: the 40 lowest addresses (.2-.41: .1 is the gateway).
+    assert sorted(int(g.address.rsplit(".", 1)[1]) for g in claimed) == list(range(2, 42))
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), claimers=st.integers(1, 5), spread=st.booleans(),
        plan=st.lists(st.sampled_from(["claim", "claim", "release"]), max_size=40))

@@ -7,6 +7,7 @@ tests). The counts are the ``IronicClient`` counters the benchmark reports.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -31,6 +32,7 @@ class FakeIronic:
 
     def __init__(self, page_size: int = 1000) -> None:
         self.page_size = page_size
+        self.fail_lists = False
         self.nodes: dict[str, dict[str, Any]] = {}
         self.ports: list[dict[str, Any]] = []
         self.requests: list[tuple[str, str]] = []
@@ -83,6 +85,10 @@ class FakeIronic:
         return {k: node.get(k) for k in fields.split(",")}
 
     async def list_nodes(self, request: web.Request) -> web.Response:
+        if self.fail_lists:
+            raise web.HTTPInternalServerError(
+                text='{"error_message": "{\\"faultstring\\": \\"boom\\"}"}',
+                content_type="application/json")
         nodes = sorted(self.nodes.values(), key=lambda n: n["id"])
         marker = request.query.get("marker")
         if marker:
@@ -354,3 +360,93 @@ async def test_provisioner_asks_to_wait_its_timings(fake: FakeIronic) -> None:
         assert registered.result.requeue_after == 0.05  # manage requested
         powered = await p.power(HOST, False)
         assert powered.requeue_after == 0.07 and powered.dirty  # power off requested
+
+
+# --- the background listing (``node_poll_interval``) -----------------------
+
+POLL = 0.02
+
+
+async def next_listings(client: IronicClient, count: int = 2) -> None:
+    """Until ``count`` more background listings have completed."""
+    target = client.listings + count
+    while client.listings < target:
+        await asyncio.sleep(POLL / 4)
+
+
+async def test_the_poller_serves_reads_without_waiting_for_a_listing(fake: FakeIronic) -> None:
+    async with IronicClient(fake.url, node_poll_interval=POLL) as client:
+        assert client.polls_nodes
+        name = "metal~h0"
+        await new_node(client, name)
+        first = await client.get_node(name)  # written, not yet listed: read directly
+        assert first is not None and first["provision_state"] == "enroll"
+        assert fake.count("GET", f"/v1/nodes/{name}") == 1
+        await next_listings(client)
+        for _ in range(5):
+            node = await client.get_node(name)
+            assert node is not None and set(node) == set(NODE_FIELDS)
+        assert await client.get_node("metal~none") is None  # absent from a complete listing
+        assert fake.count("GET", f"/v1/nodes/{name}") == 1
+        assert fake.count("GET", "/v1/nodes/metal~none") == 0
+
+
+async def test_changes_between_two_listings_are_reported_by_name(fake: FakeIronic) -> None:
+    async with IronicClient(fake.url, node_poll_interval=POLL) as client:
+        await new_node(client, "metal~a")
+        await new_node(client, "metal~b")
+        await next_listings(client)  # both listed before anyone listens
+        seen: list[str] = []
+
+        async def collect() -> None:
+            async for name in client.node_changes():
+                seen.append(name)
+
+        task = asyncio.create_task(collect())
+        try:
+            await next_listings(client, 3)
+            assert seen == []  # nothing changed since
+            await client.set_provision_state("metal~b", "manage")
+            await next_listings(client, 2)
+            assert seen == ["metal~b"]
+            await new_node(client, "metal~c")
+            await client.delete_node("metal~a")
+            await next_listings(client, 2)
+            assert sorted(seen[1:]) == ["metal~a", "metal~c"]
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        assert client._subscribers == []
+
+
+async def test_the_provisioner_reports_changed_hosts(fake: FakeIronic) -> None:
+    async with IronicClient(fake.url, node_poll_interval=POLL) as client:
+        p = provisioner_for(client)
+        changes = p.host_changes()
+        first = asyncio.ensure_future(anext(changes))
+        await next_listings(client, 2)
+        await p.register(HOST, BMC, credentials_changed=False)
+        assert await asyncio.wait_for(first, 5) == ("metal", "h1")
+        await changes.aclose()
+
+
+async def test_a_failing_listing_falls_back_to_direct_reads(fake: FakeIronic) -> None:
+    async with IronicClient(fake.url, node_poll_interval=POLL,
+                            node_stale_after=2 * POLL) as client:
+        name = "metal~h0"
+        await new_node(client, name)
+        await next_listings(client)
+        assert await client.get_node(name) is not None
+        direct = fake.count("GET", f"/v1/nodes/{name}")
+        fake.fail_lists = True
+        failed = fake.count("GET", "/v1/nodes") - fake.count("GET", "/v1/nodes/")
+        while fake.count("GET", "/v1/nodes") - fake.count("GET", "/v1/nodes/") < failed + 3:
+            await asyncio.sleep(POLL / 4)
+        node = await client.get_node(name)  # the listing is stale: read directly
+        assert node is not None and node["name"] == name
+        assert fake.count("GET", f"/v1/nodes/{name}") == direct + 1
+        fake.fail_lists = False
+        await next_listings(client)  # the poller outlived the failures
+        assert await client.get_node(name) is not None
+        assert fake.count("GET", f"/v1/nodes/{name}") == direct + 1
