@@ -520,11 +520,15 @@ class DirectScript:
         await self.session.close()
 
     async def request(self, method: str, path: str, body: Any = None, *,
-                      exists_ok: bool = False) -> Any:
+                      exists_ok: bool = False, done_ok: bool = False) -> Any:
         """One call, retried while the node is locked, the conductor busy or
-        the request timed out (a saturated Ironic at 300+ nodes). A create
-        retried after a timeout may have been made: ``exists_ok`` turns the
-        409 "already exists" into None (the caller reads what exists)."""
+        the request timed out (a saturated Ironic at 300+ nodes). A request
+        retried after a timeout may have been carried out: ``exists_ok``
+        turns the 409 "already exists" of a create into None (the caller
+        reads what exists), ``done_ok`` the 400 refusing a provision action
+        for the state the first attempt already moved the node to (the
+        caller waits for the state it wanted)."""
+        timed_out = False
         for attempt in range(120):
             self.calls += 1
             try:
@@ -533,6 +537,7 @@ class DirectScript:
                     status = r.status
             except (TimeoutError, aiohttp.ClientConnectionError):
                 self.retries += 1
+                timed_out = True
                 await asyncio.sleep(1.0)
                 continue
             if status in (409, 503) and (status == 503 or "locked" in text.lower()):
@@ -540,6 +545,9 @@ class DirectScript:
                 await asyncio.sleep(0.5 if attempt < 20 else 2.0)
                 continue
             if status == 409 and exists_ok and "already exists" in text.lower():
+                return None
+            if (status == 400 and done_ok and timed_out
+                    and "can not be performed" in text.lower()):
                 return None
             if status >= 400:
                 raise RuntimeError(f"{method} {path}: HTTP {status} {text[:300]}")
@@ -587,7 +595,8 @@ class DirectScript:
             await self._listed.wait()
 
     async def action(self, name: str, target: str, settled: str) -> None:
-        await self.request("PUT", f"/v1/nodes/{name}/states/provision", {"target": target})
+        await self.request("PUT", f"/v1/nodes/{name}/states/provision", {"target": target},
+                           done_ok=True)
         await self.wait_state(name, settled, time.perf_counter())
 
     async def enrol(self, h: BenchHost) -> None:

@@ -65,7 +65,9 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def console_hook(loads: int, skip: bool, tmp: Path) -> prov.AfterHook:
+def console_hook(hosts: int, loads: int, skip: bool, tmp: Path) -> prov.AfterHook:
+    """The console measurement after the provisioning phases, with the ``hosts``
+    BareMetalHosts in place (the first screen and "all rows" wait for them)."""
     async def after(rs: Racksmith, out: Obj) -> None:
         out["peak_rss_mib"] = round(peak_rss_mib(), 1)
         if skip:
@@ -79,7 +81,7 @@ def console_hook(loads: int, skip: bool, tmp: Path) -> prov.AfterHook:
         try:
             # Playwright's sync API runs in a thread; Racksmith keeps serving on this loop.
             await asyncio.to_thread(console_bench.browser_phase, server,  # type: ignore[arg-type]
-                                    int(out.get("hosts", 0)) or 1, loads, 0, result)
+                                    hosts, loads, 0, result)
         except Exception as exc:  # reported; the provisioning figures stand
             out["console_error"] = f"{type(exc).__name__}: {exc}"
             return
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(d)
         try:
             res = asyncio.run(prov.run_scenario(
-                "fake", a.hosts, tmp, params, console_hook(a.loads, a.skip_console, tmp)))
+                "fake", a.hosts, tmp, params, console_hook(a.hosts, a.loads, a.skip_console, tmp)))
         finally:
             prov.reap(str(tmp))
     res["racksmith"]["hosts"] = a.hosts
