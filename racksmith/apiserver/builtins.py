@@ -201,6 +201,8 @@ def builtin_resources() -> list[ResourceInfo]:
                               "acquireTime": {"type": "string", "format": "date-time"},
                               "renewTime": {"type": "string", "format": "date-time"},
                               "leaseTransitions": {"type": "integer"}})})),
+        *rbac_resources(),
+        *review_resources(),
         ResourceInfo(
             group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition",
             plural="customresourcedefinitions", singular="customresourcedefinition",
@@ -221,4 +223,59 @@ def builtin_resources() -> list[ResourceInfo]:
                         ["name", "served", "storage"])}},
                     ["group", "names", "scope", "versions"]),
                 "status": _ANY}, ["spec"])),
+    ]
+
+
+_STRS: Obj = {"type": "array", "items": _STR}
+_POLICY_RULE = _obj({"apiGroups": _STRS, "resources": _STRS, "verbs": _STRS,
+                     "resourceNames": _STRS, "nonResourceURLs": _STRS}, ["verbs"])
+_RULES: Obj = {"type": "array", "items": _POLICY_RULE}
+_ROLE_REF = _obj({"apiGroup": _STR, "kind": _STR, "name": _STR}, ["apiGroup", "kind", "name"])
+_SUBJECTS: Obj = {"type": "array", "items": _obj(
+    {"kind": _STR, "apiGroup": _STR, "name": _STR, "namespace": _STR}, ["kind", "name"])}
+_AGGREGATION = _obj({"clusterRoleSelectors": {"type": "array", "items": _LABEL_SELECTOR}})
+RBAC = "rbac.authorization.k8s.io"
+
+
+def rbac_resources() -> list[ResourceInfo]:
+    """rbac.authorization.k8s.io/v1: the objects the RBAC authorizer reads."""
+    def info(kind: str, plural: str, namespaced: bool, schema: Obj) -> ResourceInfo:
+        return ResourceInfo(group=RBAC, version="v1", kind=kind, plural=plural,
+                            singular=kind.lower(), namespaced=namespaced, builtin=True,
+                            storage_version="v1", schema=schema)
+    return [
+        info("Role", "roles", True, _root(
+            "Role is a namespaced set of PolicyRules.", {"rules": _RULES})),
+        info("ClusterRole", "clusterroles", False, _root(
+            "ClusterRole is a cluster-wide set of PolicyRules.",
+            {"rules": _RULES, "aggregationRule": _AGGREGATION})),
+        info("RoleBinding", "rolebindings", True, _root(
+            "RoleBinding grants a Role's or ClusterRole's rules in one namespace.",
+            {"roleRef": _ROLE_REF, "subjects": _SUBJECTS}, ["roleRef"])),
+        info("ClusterRoleBinding", "clusterrolebindings", False, _root(
+            "ClusterRoleBinding grants a ClusterRole's rules cluster-wide.",
+            {"roleRef": _ROLE_REF, "subjects": _SUBJECTS}, ["roleRef"])),
+    ]
+
+
+REVIEW_GROUPS = frozenset({"authorization.k8s.io", "authentication.k8s.io"})
+
+
+def review_resources() -> list[ResourceInfo]:
+    """The create-only review APIs (answered by racksmith.apiserver.rbac.reviews,
+    never stored)."""
+    def info(group: str, version: str, kind: str, namespaced: bool = False) -> ResourceInfo:
+        return ResourceInfo(group=group, version=version, kind=kind, plural=kind.lower() + "s",
+                            singular=kind.lower(), namespaced=namespaced, builtin=True,
+                            storage_version="v1", verbs=("create",),
+                            schema=_root(f"{kind} (answered at once, never stored).",
+                                         {"spec": _ANY, "status": _ANY}))
+    authz = "authorization.k8s.io"
+    return [
+        info(authz, "v1", "SelfSubjectAccessReview"),
+        info(authz, "v1", "SelfSubjectRulesReview"),
+        info(authz, "v1", "SubjectAccessReview"),
+        info(authz, "v1", "LocalSubjectAccessReview", namespaced=True),
+        info("authentication.k8s.io", "v1", "SelfSubjectReview"),
+        info("authentication.k8s.io", "v1beta1", "SelfSubjectReview"),
     ]

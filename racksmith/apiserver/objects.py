@@ -64,6 +64,13 @@ def name_errors(value: str, *, label: bool) -> list[str]:
             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
 
 
+def path_segment_errors(value: str) -> list[str]:
+    """kube's path segment names (RBAC objects: ``system:discovery`` is one)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in "/%" if c in value]
+
+
 def qualified_name_errors(key: str) -> list[str]:
     prefix, _, name = key.rpartition("/")
     errs: list[str] = []
@@ -100,7 +107,9 @@ def validate_metadata(info: ResourceInfo, obj: Obj, *, namespace: str | None) ->
         causes.append(Cause("metadata.name", "Invalid value: must be a string"))
     else:
         label = info.plural == "namespaces" and info.group == ""
-        for err in name_errors(name, label=label):
+        errs = (path_segment_errors(name) if info.group == "rbac.authorization.k8s.io"
+                else name_errors(name, label=label))
+        for err in errs:
             causes.append(Cause("metadata.name", f"Invalid value: {_quote(name)}: {err}"))
     if info.namespaced and namespace is not None:
         ns = meta.get("namespace")

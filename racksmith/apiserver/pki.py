@@ -400,6 +400,11 @@ def _token_line(token: str, user: User) -> str:
     return f'{token},{user.name},{user.uid},"{",".join(user.groups)}"\n'
 
 
+def write_tokens(path: Path, users: dict[str, User]) -> None:
+    """Replace the token file with ``users`` (atomically, 0600)."""
+    _atomic_write(path, "".join(_token_line(t, u) for t, u in users.items()).encode("utf-8"))
+
+
 def ensure_admin_token(data_dir: Path) -> str:
     """Return the ``racksmith-admin`` token from ``data_dir/tokens.csv``, creating it if needed.
 
@@ -446,6 +451,7 @@ def write_kubeconfig(
     token: str,
     ca_pem: bytes | None,
     context_name: str = "racksmith",
+    user_name: str | None = None,
 ) -> None:
     """Write a kubeconfig for ``server`` with a bearer ``token`` (mode 0600, atomically).
 
@@ -462,11 +468,12 @@ def write_kubeconfig(
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": context_name, "cluster": cluster}],
-        "users": [{"name": f"{context_name}-admin", "user": {"token": token}}],
+        "users": [{"name": user_name or f"{context_name}-admin", "user": {"token": token}}],
         "contexts": [
             {
                 "name": context_name,
-                "context": {"cluster": context_name, "user": f"{context_name}-admin"},
+                "context": {"cluster": context_name,
+                            "user": user_name or f"{context_name}-admin"},
             }
         ],
         "current-context": context_name,

@@ -7,7 +7,8 @@ by a ``runtime.Unknown`` envelope ``{typeMeta{apiVersion, kind}, raw,
 contentEncoding, contentType}`` whose ``raw`` is the object's own protobuf
 encoding.
 
-Only a handful of core/v1 kinds are understood (see :data:`SUPPORTED_KINDS`):
+Only a handful of kinds are understood (core/v1, RBAC and the review APIs;
+see :data:`SUPPORTED_KINDS`):
 the decoder is a small table over the protobuf wire format, with the field
 numbers taken from the public ``generated.proto`` files of kubernetes/api and
 kubernetes/apimachinery. Output matches what the same object looks like as
@@ -271,11 +272,95 @@ _SERVICE_ACCOUNT = _msg(
     (4, _Field("automountServiceAccountToken", "bool", keep_zero=True)),
 )
 
+# meta/v1 LabelSelector -------------------------------------------------------------------
+
+_LABEL_SELECTOR = _msg(
+    "LabelSelector",
+    (1, _Field("matchLabels", "map_str")),
+    (2, _Field("matchExpressions", "message", repeated=True, message=_msg(
+        "LabelSelectorRequirement", (1, _s("key")), (2, _s("operator")),
+        (3, _s("values", True))))),
+)
+
+# rbac.authorization.k8s.io/v1 -------------------------------------------------------------
+
+_POLICY_RULE = _msg(
+    "PolicyRule",
+    (1, _s("verbs", True)),
+    (2, _s("apiGroups", True)),
+    (3, _s("resources", True)),
+    (4, _s("resourceNames", True)),
+    (5, _s("nonResourceURLs", True)),
+)
+_RULES = _Field("rules", "message", repeated=True, message=_POLICY_RULE)
+_SUBJECTS = _Field("subjects", "message", repeated=True, message=_msg(
+    "Subject", (1, _s("kind")), (2, _s("apiGroup")), (3, _s("name")), (4, _s("namespace"))))
+_ROLE_REF = _Field("roleRef", "message", message=_msg(
+    "RoleRef", (1, _s("apiGroup")), (2, _s("kind")), (3, _s("name"))))
+
+_ROLE = _msg("Role", (1, _METADATA), (2, _RULES))
+_CLUSTER_ROLE = _msg(
+    "ClusterRole", (1, _METADATA), (2, _RULES),
+    (3, _Field("aggregationRule", "message", message=_msg(
+        "AggregationRule", (1, _Field("clusterRoleSelectors", "message", repeated=True,
+                                      message=_LABEL_SELECTOR))))),
+)
+_ROLE_BINDING = _msg("RoleBinding", (1, _METADATA), (2, _SUBJECTS), (3, _ROLE_REF))
+_CLUSTER_ROLE_BINDING = _msg("ClusterRoleBinding", (1, _METADATA), (2, _SUBJECTS),
+                             (3, _ROLE_REF))
+
+# authorization.k8s.io/v1 and authentication.k8s.io/v1 (the review APIs) --------------------
+
+_RESOURCE_ATTRIBUTES = _msg(
+    "ResourceAttributes",
+    (1, _s("namespace")), (2, _s("verb")), (3, _s("group")), (4, _s("version")),
+    (5, _s("resource")), (6, _s("subresource")), (7, _s("name")),
+)
+_NON_RESOURCE_ATTRIBUTES = _msg("NonResourceAttributes", (1, _s("path")), (2, _s("verb")))
+_ACCESS_FIELDS = (
+    (1, _Field("resourceAttributes", "message", message=_RESOURCE_ATTRIBUTES)),
+    (2, _Field("nonResourceAttributes", "message", message=_NON_RESOURCE_ATTRIBUTES)),
+)
+_SELF_SUBJECT_ACCESS_REVIEW = _msg(
+    "SelfSubjectAccessReview", (1, _METADATA),
+    (2, _Field("spec", "message", message=_msg("SelfSubjectAccessReviewSpec",
+                                               *_ACCESS_FIELDS))),
+)
+_SUBJECT_ACCESS_REVIEW_SPEC = _msg(
+    "SubjectAccessReviewSpec", *_ACCESS_FIELDS, (3, _s("user")), (4, _s("groups", True)),
+    (6, _s("uid")),
+)
+_SUBJECT_ACCESS_REVIEW = _msg(
+    "SubjectAccessReview", (1, _METADATA),
+    (2, _Field("spec", "message", message=_SUBJECT_ACCESS_REVIEW_SPEC)))
+_LOCAL_SUBJECT_ACCESS_REVIEW = _msg(
+    "LocalSubjectAccessReview", (1, _METADATA),
+    (2, _Field("spec", "message", message=_SUBJECT_ACCESS_REVIEW_SPEC)))
+_SELF_SUBJECT_RULES_REVIEW = _msg(
+    "SelfSubjectRulesReview", (1, _METADATA),
+    (2, _Field("spec", "message", message=_msg("SelfSubjectRulesReviewSpec",
+                                               (1, _s("namespace"))))),
+)
+_SELF_SUBJECT_REVIEW = _msg("SelfSubjectReview", (1, _METADATA))
+
+_RBAC = "rbac.authorization.k8s.io/v1"
+_AUTHZ = "authorization.k8s.io/v1"
+
 _KINDS: dict[tuple[str, str], _Message] = {
     ("v1", "Namespace"): _NAMESPACE,
     ("v1", "Secret"): _SECRET,
     ("v1", "ConfigMap"): _CONFIG_MAP,
     ("v1", "ServiceAccount"): _SERVICE_ACCOUNT,
+    (_RBAC, "Role"): _ROLE,
+    (_RBAC, "ClusterRole"): _CLUSTER_ROLE,
+    (_RBAC, "RoleBinding"): _ROLE_BINDING,
+    (_RBAC, "ClusterRoleBinding"): _CLUSTER_ROLE_BINDING,
+    (_AUTHZ, "SelfSubjectAccessReview"): _SELF_SUBJECT_ACCESS_REVIEW,
+    (_AUTHZ, "SubjectAccessReview"): _SUBJECT_ACCESS_REVIEW,
+    (_AUTHZ, "LocalSubjectAccessReview"): _LOCAL_SUBJECT_ACCESS_REVIEW,
+    (_AUTHZ, "SelfSubjectRulesReview"): _SELF_SUBJECT_RULES_REVIEW,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): _SELF_SUBJECT_REVIEW,
+    ("authentication.k8s.io/v1beta1", "SelfSubjectReview"): _SELF_SUBJECT_REVIEW,
 }
 
 #: ``(apiVersion, kind)`` pairs whose protobuf encoding this module decodes.

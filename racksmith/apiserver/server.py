@@ -29,9 +29,15 @@ from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.http.app import WATCHES_KEY, HttpConfig, build_app
 from racksmith.apiserver.lifecycle import Lifecycle
-from racksmith.apiserver.registry import Registry
-from racksmith.apiserver.service import PATCH_APPLY, ResourceService, WriteOptions
+from racksmith.apiserver.rbac.admission import RbacAdmission
+from racksmith.apiserver.rbac.authorizer import Authorizer, Subject
+from racksmith.apiserver.rbac.bootstrap import AUTOUPDATE, bootstrap_objects
+from racksmith.apiserver.rbac.rules import RBAC_GROUP
+from racksmith.apiserver.registry import Registry, ResourceInfo
+from racksmith.apiserver.service import PATCH_APPLY, ListOptions, ResourceService, WriteOptions
+from racksmith.apiserver.store.base import Key
 from racksmith.apiserver.store.sqlite import SqliteStore
+from racksmith.apiserver.users import TokenFile
 
 Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver")
@@ -76,6 +82,10 @@ class ApiServer:
                                  event_log_size=self.config.event_log_size)
         self.service = ResourceService(self.store)
         self.lifecycle = Lifecycle(self.service, self.registry)
+        self.authorizer = Authorizer()
+        self._rbac_admission = RbacAdmission(self.authorizer)
+        self.service.hooks.append(self._observe_rbac)
+        self.service.admission.append(self._admit_rbac)
         self.token = ""
         self.agent_token = ""
         self.ca_pem: bytes | None = None
@@ -108,7 +118,8 @@ class ApiServer:
         filemodes.private_dir(self.data_dir)
         self.token = pki.ensure_admin_token(self.data_dir)
         self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
-        tokens = pki.load_tokens(self.data_dir / "tokens.csv")
+        self.token_file = TokenFile(self.data_dir / pki.TOKENS_FILE)
+        tokens = self.token_file.current()
         ssl_context = None
         if not self.config.insecure_http:
             hosts = ["127.0.0.1", "localhost"]
@@ -121,6 +132,7 @@ class ApiServer:
         await self._ensure_namespaces()
         await self.lifecycle.load()
         self.lifecycle.start()
+        await self._load_rbac()
         for obj in bootstrap:
             await self.apply(obj)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -128,10 +140,11 @@ class ApiServer:
         sock.bind((self.config.host, self.config.port))
         self.port = sock.getsockname()[1]
         app = build_app(self.registry, self.service, HttpConfig(
-            tokens=tokens, anonymous=self.config.insecure_http,
+            tokens=tokens, token_source=self.token_file.current,
+            anonymous=self.config.insecure_http,
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
-            max_watches=self.config.max_watches))
+            max_watches=self.config.max_watches, authorizer=self.authorizer))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.
@@ -143,6 +156,45 @@ class ApiServer:
         pki.write_kubeconfig(self.kubeconfig_path, server=self.url, token=self.token,
                              ca_pem=self.ca_pem)
         log.info("API server listening on %s", self.url)
+
+    async def _observe_rbac(self, info: ResourceInfo, key: Key, _old: Obj | None,
+                            new: Obj | None) -> None:
+        if info.group == RBAC_GROUP:
+            self.authorizer.observe(info.plural, key.namespace, key.name, new)
+
+    def _admit_rbac(self, info: ResourceInfo, namespace: str, obj: Obj, old: Obj | None,
+                    user: object) -> None:
+        if info.group == RBAC_GROUP:
+            self._rbac_admission.check(info.plural, info.kind, namespace, obj, old,
+                                       user if isinstance(user, Subject) else None)
+
+    async def _load_rbac(self) -> None:
+        """Index the stored RBAC objects, then put the built-in roles and
+        bindings back as declared (unless annotated autoupdate=false)."""
+        for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
+            info = self.registry.get(RBAC_GROUP, "v1", plural)
+            assert info is not None
+            page = await self.service.list(info, None, ListOptions())
+            self.authorizer.load(plural, page.items)
+        for obj in bootstrap_objects():
+            info = self.registry.find_kind(obj["apiVersion"], obj["kind"])
+            assert info is not None
+            try:
+                current = await self.service.get(info, "", obj["metadata"]["name"])
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+                current = None
+            annotations = ((current or {}).get("metadata") or {}).get("annotations") or {}
+            if annotations.get(AUTOUPDATE) == "false":
+                continue
+            if current is not None and "roleRef" in obj:
+                if current.get("roleRef") != obj["roleRef"]:
+                    continue  # immutable: an operator's binding of that name stays
+                subjects = list(current.get("subjects") or [])
+                obj = {**obj, "subjects": subjects + [
+                    s for s in obj["subjects"] if s not in subjects]}
+            await self.apply(obj, manager="racksmith-apiserver")
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -76,6 +76,9 @@ class WriteOptions:
     field_validation: str = "Warn"  # Strict | Warn | Ignore
     field_manager: str = ""
     force: bool = False
+    user: Any = None
+    """Who writes (the authenticated user; None: the server itself), for the
+    admission checks (RBAC escalation prevention)."""
     large: bool = False
     """The request body was large: the pure steps of the write (schema pass,
     validation, managed fields) run in a worker thread, so that the event
@@ -110,6 +113,10 @@ class ListPage:
 WriteHook = Callable[[ResourceInfo, Key, Obj | None, Obj | None], Awaitable[None]]
 """Called after every committed write: (info, key, old, new); new None = deleted."""
 
+AdmissionCheck = Callable[[ResourceInfo, str, Obj, Obj | None, Any], None]
+"""Called before every create and update is stored: (info, namespace, new,
+old or None, the writing user or None); raises an ApiError to refuse."""
+
 
 def _copy(obj: Any) -> Any:
     """A deep copy of JSON data (much faster than copy.deepcopy)."""
@@ -129,6 +136,7 @@ class ResourceService:
     def __init__(self, store: Store, hooks: list[WriteHook] | None = None) -> None:
         self.store = store
         self.hooks: list[WriteHook] = list(hooks or [])
+        self.admission: list[AdmissionCheck] = []
         self.namespace_check = True
         self._locks: dict[Key, asyncio.Lock] = {}
 
@@ -313,6 +321,11 @@ class ResourceService:
         if causes:
             raise errors.invalid(info.kind, _name(obj), causes, group=info.group)
 
+    def _admit(self, info: ResourceInfo, namespace: str, obj: Obj, old: Obj | None,
+               opts: WriteOptions) -> None:
+        for check in self.admission:
+            check(info, namespace, obj, old, opts.user)
+
     async def _check_namespace(self, info: ResourceInfo, namespace: str) -> None:
         if not info.namespaced or not self.namespace_check:
             return
@@ -350,6 +363,7 @@ class ResourceService:
             self._schema_pass(info, obj, opts, warnings)
             builtin_defaults(info, obj)
             self._validate(info, obj, namespace)
+            self._admit(info, namespace, obj, None, opts)
             if info.plural == "namespaces" and info.group == "":
                 obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
                 obj["status"] = {"phase": "Active"}
@@ -400,6 +414,7 @@ class ResourceService:
             self._schema_pass(info, new, opts, warnings)
             builtin_defaults(info, new)
             self._validate(info, new, key.namespace, old)
+            self._admit(info, key.namespace, new, old, opts)
             added = new_finalizers_while_deleting(old, new)
             if added:
                 raise errors.invalid(info.kind, key.name, [Cause(
@@ -571,6 +586,7 @@ class ResourceService:
         self._schema_pass(info, obj, opts, warnings)
         builtin_defaults(info, obj)
         self._validate(info, obj, namespace)
+        self._admit(info, namespace, obj, None, opts)
         await self._check_namespace(info, namespace)
         if managed is not None:
             obj["metadata"]["managedFields"] = managed

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -242,6 +243,68 @@ def volume_delete(
     code, message = asyncio.run(delete_volume(name, kubeconfig))
     (console.print if code else print)(message)
     raise typer.Exit(code)
+
+
+user_app = typer.Typer(no_args_is_help=True, help="People who use the API server: a token "
+                       "and a kubeconfig per user, with a role (docs/access.md).")
+app.add_typer(user_app, name="user")
+
+
+class Role(StrEnum):
+    view = "view"
+    operator = "operator"
+    admin = "admin"
+
+
+@user_app.command("add")
+def user_add(
+    name: str = typer.Argument(..., help="User name (lower-case; shown in the audit trail)."),
+    role: Role = typer.Option(..., help="view (read-only, no Secrets), operator (view plus "
+                              "the day-2 actions) or admin (everything)."),
+    data_dir: Path = typer.Option(None, help="State directory."),
+) -> None:
+    """Add a user: a token in the token file and DATA/users/NAME.kubeconfig (effective at
+    once, also on a running server)."""
+    from racksmith.apiserver.users import UserError, add_user
+
+    _private_files()
+    try:
+        path = add_user(data_dir or default_data_dir(), name, role.value)
+    except UserError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    print(f"user {name} added with role {role.value}; kubeconfig: {path}")
+
+
+@user_app.command("revoke")
+def user_revoke(
+    name: str = typer.Argument(..., help="User name."),
+    data_dir: Path = typer.Option(None, help="State directory."),
+) -> None:
+    """Revoke a user: its token stops working within a second, its kubeconfig is deleted."""
+    from racksmith.apiserver.users import UserError, revoke_user
+
+    try:
+        done = revoke_user(data_dir or default_data_dir(), name)
+    except UserError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    if not done:
+        console.print(f"[red]error:[/] no user {name!r}")
+        raise typer.Exit(1)
+    print(f"user {name} revoked")
+
+
+@user_app.command("list")
+def user_list(data_dir: Path = typer.Option(None, help="State directory.")) -> None:
+    """List the users and their roles (never their tokens)."""
+    from racksmith.apiserver.users import list_users
+
+    accounts = list_users(data_dir or default_data_dir())
+    width = max([4, *(len(a.name) for a in accounts)])
+    print(f"{'NAME':{width}}  ROLE")
+    for account in accounts:
+        print(f"{account.name:{width}}  {account.role}")
 
 
 @app.command()

@@ -2,7 +2,10 @@
 
 Owns: routing (discovery, OpenAPI, health, the resource API), the
 authentication middleware (bearer tokens from the token file; no token →
-401), turning :class:`ApiError` into ``Status`` responses, response
+401; every authenticated user is also in ``system:authenticated``), the
+authorization of every request by the RBAC authorizer (403 in
+kube-apiserver's wording), the review APIs (``rbac.reviews``), turning
+:class:`ApiError` into ``Status`` responses, response
 encoding (JSON, Table, PartialObjectMetadata) and warning headers. The verb
 semantics live in :mod:`racksmith.apiserver.service`.
 """
@@ -23,6 +26,7 @@ from aiohttp import web
 
 from racksmith.apiserver import discovery, errors
 from racksmith.apiserver import options as envelope
+from racksmith.apiserver.builtins import REVIEW_GROUPS
 from racksmith.apiserver.eviction import evict
 from racksmith.apiserver.http.request import (
     OFF_LOOP_BYTES,
@@ -41,6 +45,10 @@ from racksmith.apiserver.http.watch import RenderCache, WatchParams, is_websocke
 from racksmith.apiserver.objects import returns_deleted_object
 from racksmith.apiserver.openapi import OpenAPICache
 from racksmith.apiserver.pki import User
+from racksmith.apiserver.rbac.authorizer import AUTHENTICATED, Authorizer, Subject
+from racksmith.apiserver.rbac.requestinfo import request_attributes
+from racksmith.apiserver.rbac.reviews import review
+from racksmith.apiserver.rbac.rules import Attributes, describe
 from racksmith.apiserver.registry import Registry, ResourceInfo
 from racksmith.apiserver.service import (
     PATCH_APPLY,
@@ -62,6 +70,9 @@ WATCHES_KEY: web.AppKey[Watches] = web.AppKey("watches")
 @dataclass
 class HttpConfig:
     tokens: dict[str, User]
+    token_source: Callable[[], dict[str, User]] | None = None
+    """The current tokens, asked on every request (the server's TokenFile,
+    re-read when the file changes); None: ``tokens``, fixed."""
     anonymous: bool = False
     """Accept requests without a token (only with --insecure-http, for tests)."""
     server_address: str = "127.0.0.1:6443"
@@ -73,6 +84,9 @@ class HttpConfig:
     """Extra paths served without a token (the console's static assets)."""
     max_watches: int = 4096
     """Concurrent watches at most (one more: 429 TooManyRequests)."""
+    authorizer: Authorizer | None = None
+    """RBAC; None: every authenticated request is allowed (unit tests of the
+    HTTP layer only)."""
 
 
 WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
@@ -127,8 +141,38 @@ def _status_response(err: errors.ApiError) -> web.Response:
     return resp
 
 
+def subject_of(user: User) -> Subject:
+    """The authorizer's view of an authenticated user."""
+    return Subject(user.name, user.groups)
+
+
+def forbidden(attrs: Attributes, user: User) -> errors.ApiError:
+    """kube-apiserver's 403 for a request RBAC denied."""
+    why = describe(attrs, user.name)
+    if not attrs.resource_request:
+        return errors.forbidden(f"forbidden: {why}")
+    gr = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
+    head = f'{gr} "{attrs.name}"' if attrs.name else gr
+    return errors.forbidden(f"{head} is forbidden: {why}", kind=attrs.resource,
+                            name=attrs.name, group=attrs.api_group)
+
+
+def _authenticated(user: User) -> User:
+    if AUTHENTICATED in user.groups:
+        return user
+    return User(name=user.name, uid=user.uid, groups=(*user.groups, AUTHENTICATED))
+
+
 def build_app(registry: Registry, service: ResourceService, config: HttpConfig) -> web.Application:
     openapi = OpenAPICache(registry)
+    authorizer = config.authorizer
+    known: list[tuple[dict[str, User], dict[str, User]]] = [({}, {})]
+
+    def lookup(token: str) -> User | None:
+        raw = config.token_source() if config.token_source is not None else config.tokens
+        if raw is not known[0][0]:
+            known[0] = (raw, {t: _authenticated(u) for t, u in raw.items()})
+        return known[0][1].get(token)
     watches = Watches(config.max_watches)
     watches.renders = RenderCache()
 
@@ -167,13 +211,19 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
         if scheme.lower() == "bearer" and token:
             # An invalid credential is a 401 on every path, public ones too
             # (kube-apiserver): only a request with none is anonymous.
-            user = config.tokens.get(token)
+            user = lookup(token)
             if user is None:
                 raise errors.unauthorized()
         elif not public and not config.anonymous:
             raise errors.unauthorized()
         if user is not None:
             request[USER_KEY] = user
+            if authorizer is not None and not public:
+                subject = subject_of(user)
+                if not subject.privileged:
+                    attrs = request_attributes(request.method, request.path, request.query)
+                    if not authorizer.authorize(subject, attrs):
+                        raise forbidden(attrs, user)
         return await handler(request)
 
     app = web.Application(middlewares=[error_middleware, auth_middleware],
@@ -237,6 +287,8 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                 raise errors.no_such_path()
             return _json(doc)
         target = resolve(registry, segments)
+        if target.info.group in REVIEW_GROUPS:
+            return await _serve_review(request, target, authorizer)
         return await _serve_resource(request, target, service, watches)
 
     app.router.add_get("/healthz", health)
@@ -255,6 +307,25 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
     app.router.add_route("*", "/api/{tail:.+}", resource_api)
     app.router.add_route("*", "/apis/{tail:.+}", resource_api)
     return app
+
+
+async def _serve_review(request: web.Request, target: Target,
+                        authorizer: Authorizer | None) -> web.Response:
+    """POST of a review: answered from the authorizer, never stored."""
+    info = target.info
+    if request.method != "POST" or target.name is not None:
+        raise errors.method_not_allowed(f"{info.plural} only supports create (POST)")
+    if info.namespaced and target.namespace is None:
+        raise errors.method_not_allowed(f"POST is not supported on {info.plural} across all "
+                                        f"namespaces; use /namespaces/<namespace>/{info.plural}")
+    body = await decode_body(await read_body(request), media_type(request))
+    user = request.get(USER_KEY)
+    subject = subject_of(user) if user is not None else Subject("system:anonymous",
+                                                                ("system:unauthenticated",))
+    reply = review(authorizer if authorizer is not None else Authorizer(), info.group,
+                   info.version, info.kind, target.namespace or "", body, subject,
+                   uid=user.uid if user is not None else "")
+    return _json(reply, 201)
 
 
 def _write_opts(request: web.Request) -> WriteOptions:
@@ -277,9 +348,10 @@ def _write_opts(request: web.Request) -> WriteOptions:
         manager = agent.split("/")[0][:128] if agent else ""
     large = (request.content_length or 0) > OFF_LOOP_BYTES or \
         request.headers.get("Transfer-Encoding", "").lower() == "chunked"
+    user = request.get(USER_KEY)
     return WriteOptions(dry_run=bool(dry), field_validation=validation,
                         field_manager=manager, force=parse_bool(q.get("force"), "force"),
-                        large=large)
+                        large=large, user=subject_of(user) if user is not None else None)
 
 
 def _list_opts(request: web.Request) -> ListOptions:

@@ -150,7 +150,13 @@ def test_decode_captured_fixture(case: Case) -> None:
 
 
 def test_supported_kinds() -> None:
-    assert {k for _, k in SUPPORTED_KINDS} == {"Namespace", "Secret", "ConfigMap", "ServiceAccount"}
+    assert {k for _, k in SUPPORTED_KINDS} == {
+        "Namespace", "Secret", "ConfigMap", "ServiceAccount",
+        # RBAC (kubectl create role/clusterrole/rolebinding/clusterrolebinding) and the
+        # review APIs (kubectl auth whoami / can-i)
+        "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "SelfSubjectAccessReview",
+        "SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview",
+        "SelfSubjectReview"}
 
 
 # ------------------------------------------------------------------ hand-built messages
@@ -336,7 +342,7 @@ def test_errors(body: bytes, needle: str) -> None:
 
 def test_error_tells_the_workaround() -> None:
     with pytest.raises(ProtobufError, match=r"kubectl create -f .*kubectl apply"):
-        decode_k8s_protobuf(envelope("rbac.authorization.k8s.io/v1", "Role", b""))
+        decode_k8s_protobuf(envelope("apps/v1", "Deployment", b""))
 
 
 # ------------------------------------------------------------------ live capture from kubectl

@@ -1,0 +1,182 @@
+"""The built-in roles and bindings, applied at every start of the API server.
+
+Owns :func:`bootstrap_objects`: kube-apiserver's user-facing ClusterRoles
+(``cluster-admin``, and ``admin``/``edit``/``view`` aggregated from the
+``system:aggregate-to-*`` roles, Kubernetes' own and Racksmith's), the
+discovery roles every authenticated user has (``system:discovery``,
+``system:basic-user``, ``system:public-info-viewer``), Racksmith's
+``racksmith:operator`` and the host agent's ``racksmith:agent``, with their
+bindings. Like kube-apiserver's bootstrap policy, an object carrying the
+annotation ``rbac.authorization.kubernetes.io/autoupdate: "false"`` is left
+as the operator changed it; every other one is put back as declared here.
+
+``view`` never grants Secrets; ``edit`` does (as in Kubernetes: it can run
+pods that mount them anyway). Racksmith's aggregate-to-view also grants
+reading the infrastructure an operator looks at: Nodes, PersistentVolumes,
+StorageClasses and every Racksmith kind, cluster-scoped ones included.
+``racksmith:operator`` is view plus the day-2 actions (docs/access.md has
+the table).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from racksmith.apiserver.rbac.authorizer import AUTHENTICATED, PRIVILEGED_GROUP, UNAUTHENTICATED
+from racksmith.apiserver.rbac.rules import RBAC_GROUP
+
+Obj = dict[str, Any]
+
+AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+BOOTSTRAP_LABEL = "kubernetes.io/bootstrapping"
+
+#: Racksmith's API groups (a unit test checks this against the kinds catalogue).
+RACKSMITH_GROUPS = ("cluster.racksmith.io", "ipam.racksmith.io", "lcm.racksmith.io",
+                    "metal.racksmith.io", "storage.racksmith.io")
+
+READ = ["get", "list", "watch"]
+WRITE = ["create", "delete", "deletecollection", "patch", "update"]
+
+OPERATOR_ROLE = "racksmith:operator"
+
+#: The role names of ``racksmith user add --role``, each a group bound below.
+ROLE_GROUPS = {"view": "racksmith:viewers", "operator": "racksmith:operators",
+               "admin": "racksmith:admins"}
+_ROLE_OF_GROUP = {"view": "view", "operator": "racksmith:operator", "admin": "cluster-admin"}
+AGENT_ROLE = "racksmith:agent"
+AGENT_GROUP = "system:nodes"
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str],
+          names: list[str] | None = None) -> Obj:
+    rule: Obj = {"apiGroups": groups, "resources": resources, "verbs": verbs}
+    if names:
+        rule["resourceNames"] = names
+    return rule
+
+
+def _paths(paths: list[str], verbs: list[str] | None = None) -> Obj:
+    return {"nonResourceURLs": paths, "verbs": verbs or ["get"]}
+
+
+def _role(name: str, rules: list[Obj], *, labels: dict[str, str] | None = None,
+          aggregate: str | None = None) -> Obj:
+    meta: Obj = {"name": name, "labels": {BOOTSTRAP_LABEL: "rbac-defaults", **(labels or {})},
+                 "annotations": {AUTOUPDATE: "true"}}
+    obj: Obj = {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": meta,
+                "rules": rules}
+    if aggregate is not None:
+        obj["aggregationRule"] = {"clusterRoleSelectors": [
+            {"matchLabels": {f"{AGGREGATE_TO}{aggregate}": "true"}}]}
+        obj["rules"] = []
+    return obj
+
+
+def _binding(name: str, role: str, subjects: list[Obj]) -> Obj:
+    return {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": {BOOTSTRAP_LABEL: "rbac-defaults"},
+                         "annotations": {AUTOUPDATE: "true"}},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
+            "subjects": subjects}
+
+
+def _group(name: str) -> Obj:
+    return {"apiGroup": RBAC_GROUP, "kind": "Group", "name": name}
+
+
+_CORE_VIEW = ["configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status",
+              "pods", "pods/log", "pods/status", "replicationcontrollers", "services",
+              "services/status", "bindings", "events", "limitranges", "namespaces",
+              "namespaces/status", "resourcequotas", "serviceaccounts"]
+_CORE_EDIT = ["configmaps", "endpoints", "persistentvolumeclaims", "pods", "pods/eviction",
+              "replicationcontrollers", "secrets", "serviceaccounts", "services", "events"]
+
+
+def bootstrap_objects() -> list[Obj]:
+    """Every built-in ClusterRole and ClusterRoleBinding, in apply order."""
+    everything = "*"
+    roles = [
+        _role("cluster-admin", [_rule([everything], [everything], [everything]),
+                                _paths([everything], [everything])]),
+        _role("admin", [], aggregate="admin"),
+        _role("edit", [], labels={f"{AGGREGATE_TO}admin": "true"}, aggregate="edit"),
+        _role("view", [], labels={f"{AGGREGATE_TO}edit": "true"}, aggregate="view"),
+        _role("system:aggregate-to-view", [
+            _rule([""], _CORE_VIEW, READ),
+            _rule(["apps", "batch", "autoscaling", "policy", "discovery.k8s.io",
+                   "networking.k8s.io", "events.k8s.io"], [everything], READ),
+        ], labels={f"{AGGREGATE_TO}view": "true"}),
+        _role("system:aggregate-to-edit", [
+            _rule([""], _CORE_EDIT, WRITE),
+            _rule([""], ["secrets"], READ),
+            _rule(["apps", "batch", "autoscaling", "policy", "networking.k8s.io"],
+                  [everything], WRITE),
+        ], labels={f"{AGGREGATE_TO}edit": "true"}),
+        _role("system:aggregate-to-admin", [
+            _rule([RBAC_GROUP], ["roles", "rolebindings"], READ + WRITE),
+            _rule(["authorization.k8s.io"], ["localsubjectaccessreviews"], ["create"]),
+        ], labels={f"{AGGREGATE_TO}admin": "true"}),
+        _role("racksmith:aggregate-to-view", [
+            _rule(list(RACKSMITH_GROUPS), [everything], READ),
+            _rule([""], ["nodes", "nodes/status", "persistentvolumes"], READ),
+            _rule(["storage.k8s.io"], ["storageclasses"], READ),
+            _rule(["coordination.k8s.io"], ["leases"], READ),
+        ], labels={f"{AGGREGATE_TO}view": "true"}),
+        _role("racksmith:aggregate-to-edit", [
+            _rule(list(RACKSMITH_GROUPS), [everything], WRITE),
+        ], labels={f"{AGGREGATE_TO}edit": "true"}),
+        _role(OPERATOR_ROLE, [
+            # view, without Secrets or RBAC
+            _rule([""], _CORE_VIEW, READ),
+            _rule(list(RACKSMITH_GROUPS), [everything], READ),
+            _rule([""], ["nodes", "nodes/status", "persistentvolumes"], READ),
+            _rule(["storage.k8s.io"], ["storageclasses"], READ),
+            _rule(["apps", "batch", "policy", "events.k8s.io", "coordination.k8s.io"],
+                  [everything], READ),
+            # the day-2 actions
+            _rule(["lcm.racksmith.io"], ["clusterupdateplans", "updateautopauses"],
+                  ["patch", "update"]),
+            _rule(["lcm.racksmith.io"], ["gracefulrebootrequests", "nodemaintenancerequests",
+                                         "clustermaintenancerequests"], WRITE),
+            _rule(["cluster.racksmith.io"], ["machines"], WRITE),
+            _rule(["storage.racksmith.io"], ["volumes"], WRITE),
+            _rule(["metal.racksmith.io"], ["baremetalhosts"], ["patch", "update"]),
+            _rule([""], ["nodes"], ["patch", "update"]),
+            _rule([""], ["pods/eviction"], ["create"]),
+        ]),
+        _role(AGENT_ROLE, [
+            # exactly racksmith/agent/kube.py's reads and writes
+            _rule(["lcm.racksmith.io"], ["lcmmachines"], ["get", "list", "watch"]),
+            _rule(["lcm.racksmith.io"], ["lcmmachines/status"], ["get", "patch", "update"]),
+            _rule([""], ["nodes"], ["get", "list", "watch", "create", "patch", "update"]),
+            _rule([""], ["nodes/status"], ["get", "patch", "update"]),
+            _rule([""], ["pods"], ["get", "list", "watch"]),
+            _rule([""], ["pods/status"], ["get", "patch", "update"]),
+            _rule(["coordination.k8s.io"], ["leases"], ["get", "create", "patch", "update"]),
+            _rule(["storage.racksmith.io"], ["volumes"], ["get", "list", "watch", "patch"]),
+            _rule(["storage.k8s.io"], ["storageclasses"], ["get", "list", "watch"]),
+        ]),
+        _role("system:discovery", [_paths(
+            ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+             "/openapi/*", "/readyz", "/version", "/version/"])]),
+        _role("system:public-info-viewer", [_paths(
+            ["/healthz", "/livez", "/readyz", "/version", "/version/"])]),
+        _role("system:basic-user", [
+            _rule(["authorization.k8s.io"], ["selfsubjectaccessreviews",
+                                             "selfsubjectrulesreviews"], ["create"]),
+            _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"]),
+        ]),
+    ]
+    bindings = [
+        _binding("cluster-admin", "cluster-admin", [_group(PRIVILEGED_GROUP)]),
+        _binding("system:discovery", "system:discovery", [_group(AUTHENTICATED)]),
+        _binding("system:basic-user", "system:basic-user", [_group(AUTHENTICATED)]),
+        _binding("system:public-info-viewer", "system:public-info-viewer",
+                 [_group(AUTHENTICATED), _group(UNAUTHENTICATED)]),
+        _binding(AGENT_ROLE, AGENT_ROLE, [_group(AGENT_GROUP)]),
+        # the roles of `racksmith user add --role` (racksmith.apiserver.users)
+        *(_binding(group, _ROLE_OF_GROUP[role], [_group(group)])
+          for role, group in ROLE_GROUPS.items()),
+    ]
+    return roles + bindings
