@@ -15,7 +15,7 @@ import pytest
 
 from tests.harness.process import ROOT, ServerProc
 
-GUIDES = ["docs/getting-started.md", "docs/security.md"]
+GUIDES = ["docs/getting-started.md", "docs/security.md", "docs/access.md"]
 _BLOCK = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
 
 
