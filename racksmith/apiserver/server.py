@@ -3,7 +3,9 @@
 Owns: wiring the API server's parts for one data directory: the SQLite
 store (``DIR/store.db``), the built-in resources, the lifecycles (GC,
 namespaces, CRDs), TLS (a CA made on first start, ``DIR/pki``), the token
-file (``DIR/tokens.csv``) and the kubeconfig (``DIR/kubeconfig``); default
+file (``DIR/tokens.csv``, re-read when it changes), RBAC (the authorizer,
+its admission check and the built-in roles), the audit trail
+(``DIR/audit/``) and the kubeconfig (``DIR/kubeconfig``); default
 namespaces; bootstrap objects (Racksmith's CRDs, passed in by the
 composition root) applied idempotently at start. Callers: ``racksmith.app``
 and tests.
@@ -25,6 +27,7 @@ from aiohttp import web
 
 from racksmith import filemodes
 from racksmith.apiserver import pki
+from racksmith.apiserver.audit import AuditLog
 from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.http.app import WATCHES_KEY, HttpConfig, build_app
@@ -88,6 +91,7 @@ class ApiServer:
         self.service.admission.append(self._admit_rbac)
         self.token = ""
         self.agent_token = ""
+        self.audit: AuditLog | None = None
         self.ca_pem: bytes | None = None
         self.port = self.config.port
         self._runner: web.AppRunner | None = None
@@ -119,6 +123,7 @@ class ApiServer:
         self.token = pki.ensure_admin_token(self.data_dir)
         self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
         self.token_file = TokenFile(self.data_dir / pki.TOKENS_FILE)
+        self.audit = AuditLog(self.data_dir)
         tokens = self.token_file.current()
         ssl_context = None
         if not self.config.insecure_http:
@@ -144,7 +149,8 @@ class ApiServer:
             anonymous=self.config.insecure_http,
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
-            max_watches=self.config.max_watches, authorizer=self.authorizer))
+            max_watches=self.config.max_watches, authorizer=self.authorizer,
+            audit=self.audit))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.
@@ -200,6 +206,8 @@ class ApiServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.audit is not None:
+            self.audit.close()
         await self.lifecycle.stop()
         with contextlib.suppress(Exception):
             await self.store.close()

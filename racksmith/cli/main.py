@@ -308,6 +308,45 @@ def user_list(data_dir: Path = typer.Option(None, help="State directory.")) -> N
 
 
 @app.command()
+def audit(
+    user: str = typer.Option(None, help="Only this user's requests."),
+    object_: str = typer.Option(None, "--object", help="Only requests on KIND/NAME (or KIND), "
+                                "e.g. baremetalhost/node-01, secrets."),
+    since: str = typer.Option(None, help="Only the last DURATION, e.g. 10m, 2h, 1d."),
+    data_dir: Path = typer.Option(None, help="State directory."),
+) -> None:
+    """Who changed what, and who was refused: the audit trail as a table."""
+    import datetime as dt
+
+    from racksmith.apiserver.audit import matches, parse_duration, read_events
+
+    start = None
+    if since is not None:
+        try:
+            start = dt.datetime.now(dt.UTC) - parse_duration(since)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--since") from None
+    rows = []
+    for ev in read_events(data_dir or default_data_dir()):
+        if not matches(ev, user=user, obj=object_, since=start):
+            continue
+        ref = ev.get("objectRef") or {}
+        what = ref.get("resource", "")
+        if ref.get("subresource"):
+            what += "/" + ref["subresource"]
+        if not ref:
+            what = ev.get("requestURI", "")
+        where = "/".join(p for p in (ref.get("namespace"), ref.get("name")) if p)
+        rows.append((str(ev.get("stageTimestamp", ""))[:19].replace("T", " "),
+                     str((ev.get("user") or {}).get("username", "")), str(ev.get("verb", "")),
+                     what, where, str((ev.get("responseStatus") or {}).get("code", ""))))
+    head = ("TIME (UTC)", "USER", "VERB", "RESOURCE", "NAMESPACE/NAME", "CODE")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for row in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@app.command()
 def crds() -> None:
     """Print every CRD manifest (a YAML stream) for use on a real cluster."""
     sys.stdout.write(render_yaml(all_crds()))

@@ -168,3 +168,34 @@ def test_user_add_refuses_bad_input(server_process: ServerProc) -> None:
     assert res.returncode == 1 and "not a valid user name" in res.stderr
     res = racksmith("user", "revoke", "racksmith-agent", "--data-dir", d)
     assert res.returncode == 1
+
+
+def test_the_audit_trail_says_who_changed_what_and_who_was_refused(
+        server_process: ServerProc, minor: int, tmp_path: Path) -> None:
+    d = str(server_process.data_dir)
+    admin = As(minor, server_process.kubeconfig, tmp_path / "admin")
+    value = f"audit-secret-value-{minor}-x9"
+    admin.ok("create", "secret", "generic", f"audited-{minor}", f"--from-literal=k={value}")
+    admin.ok("apply", "-f", "-", input_text=PLAN % {"v": f"a{minor}"})
+    operator = add_user(server_process, f"auditee-{minor}", "operator", minor, tmp_path)
+    operator.ok("patch", "clusterupdateplan", f"plan-a{minor}", "--type", "json", "-p",
+                '[{"op": "add", "path": "/spec/steps/0/commence", "value": true}]')
+    operator.refused("get", "secret", f"audited-{minor}")
+
+    table = racksmith("audit", "--object", f"clusterupdateplan/plan-a{minor}", "--data-dir", d)
+    assert table.returncode == 0, table.stderr
+    rows = [line.split() for line in table.stdout.splitlines()[1:]]
+    assert ["racksmith-admin", "create"] in [r[2:4] for r in rows], table.stdout
+    assert [f"auditee-{minor}", "patch", "clusterupdateplans",
+            f"default/plan-a{minor}", "200"] in [r[2:] for r in rows], table.stdout
+    mine = racksmith("audit", "--user", f"auditee-{minor}", "--since", "10m", "--data-dir", d)
+    assert any(line.split()[2:] == [f"auditee-{minor}", "get", "secrets",
+                                    f"default/audited-{minor}", "403"]
+               for line in mine.stdout.splitlines()), mine.stdout
+    # Metadata level: no body, so no Secret value; private files
+    folder = server_process.data_dir / "audit"
+    assert value not in (folder / "audit.log").read_text()
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert (folder / "audit.log").stat().st_mode & 0o777 == 0o600
+    bad = racksmith("audit", "--since", "yesterday", "--data-dir", d)
+    assert bad.returncode == 2 and "not a duration" in bad.stderr

@@ -4,7 +4,8 @@ Owns: routing (discovery, OpenAPI, health, the resource API), the
 authentication middleware (bearer tokens from the token file; no token →
 401; every authenticated user is also in ``system:authenticated``), the
 authorization of every request by the RBAC authorizer (403 in
-kube-apiserver's wording), the review APIs (``rbac.reviews``), turning
+kube-apiserver's wording), the review APIs (``rbac.reviews``), the audit trail (writes and
+refusals, :mod:`racksmith.apiserver.audit`), turning
 :class:`ApiError` into ``Status`` responses, response
 encoding (JSON, Table, PartialObjectMetadata) and warning headers. The verb
 semantics live in :mod:`racksmith.apiserver.service`.
@@ -12,8 +13,11 @@ semantics live in :mod:`racksmith.apiserver.service`.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import dataclasses
+import datetime as dt
 import logging
 import traceback
 import uuid
@@ -26,6 +30,7 @@ from aiohttp import web
 
 from racksmith.apiserver import discovery, errors
 from racksmith.apiserver import options as envelope
+from racksmith.apiserver.audit import AuditLog, AuditRecord
 from racksmith.apiserver.builtins import REVIEW_GROUPS
 from racksmith.apiserver.eviction import evict
 from racksmith.apiserver.http.request import (
@@ -64,6 +69,8 @@ log = logging.getLogger("racksmith.apiserver")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 USER_KEY = web.RequestKey("user", User)
+CREATED_KEY = web.RequestKey("created", str)
+"""The name of the object a create made (for its audit line)."""
 WATCHES_KEY: web.AppKey[Watches] = web.AppKey("watches")
 
 
@@ -87,6 +94,8 @@ class HttpConfig:
     authorizer: Authorizer | None = None
     """RBAC; None: every authenticated request is allowed (unit tests of the
     HTTP layer only)."""
+    audit: AuditLog | None = None
+    """Where writes and refusals are recorded (None: nowhere)."""
 
 
 WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
@@ -177,6 +186,43 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
     watches.renders = RenderCache()
 
     @web.middleware
+    async def audit_middleware(request: web.Request,
+                               handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                               ) -> web.StreamResponse:
+        audit = config.audit
+        if audit is None:
+            return await handler(request)
+        received = dt.datetime.now(dt.UTC)
+        code = 500
+        try:
+            resp = await handler(request)
+            code = resp.status
+            return resp
+        except web.HTTPException as exc:
+            code = exc.status
+            raise
+        except asyncio.CancelledError:
+            code = 499  # the client went away before the answer (nginx's code)
+            raise
+        finally:
+            attrs = request_attributes(request.method, request.path, request.query)
+            created = request.get(CREATED_KEY)
+            if created and not attrs.name:
+                attrs = dataclasses.replace(attrs, name=created)
+            if audit.wanted(attrs, code):
+                user = request.get(USER_KEY)
+                peer = request.transport.get_extra_info("peername") if request.transport \
+                    else None
+                audit.write(AuditRecord(
+                    attrs=attrs, code=code, received=received,
+                    user=user.name if user is not None else "",
+                    uid=user.uid if user is not None else "",
+                    groups=user.groups if user is not None else (),
+                    source_ip=str(peer[0]) if isinstance(peer, tuple) and peer else "",
+                    user_agent=request.headers.get("User-Agent", ""),
+                    query_keys=tuple(dict.fromkeys(request.query.keys()))))
+
+    @web.middleware
     async def error_middleware(request: web.Request,
                                handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                                ) -> web.StreamResponse:
@@ -226,7 +272,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                         raise forbidden(attrs, user)
         return await handler(request)
 
-    app = web.Application(middlewares=[error_middleware, auth_middleware],
+    app = web.Application(middlewares=[audit_middleware, error_middleware, auth_middleware],
                           client_max_size=4 * 1024 * 1024)
     app[WATCHES_KEY] = watches
 
@@ -444,6 +490,7 @@ async def _serve_resource(request: web.Request, target: Target, service: Resourc
                     f"/namespaces/<namespace>/{info.plural}")
             body = await decode_body(await read_body(request), media_type(request))
             res = await service.create(info, ns, body, _write_opts(request))
+            request[CREATED_KEY] = str(res.obj.get("metadata", {}).get("name") or "")
             return _result(info, res, accept, request, 201)
         if method == "DELETE":
             options = await _delete_options(request)
