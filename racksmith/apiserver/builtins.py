@@ -166,7 +166,7 @@ def builtin_resources() -> list[ResourceInfo]:
         ResourceInfo(
             group="", version=core, kind="ServiceAccount", plural="serviceaccounts",
             singular="serviceaccount", namespaced=True, builtin=True,
-            storage_version=core, short_names=("sa",),
+            storage_version=core, short_names=("sa",), subresources=frozenset({"token"}),
             schema=_root("ServiceAccount binds together a name and secrets.", {
                 "secrets": {"type": "array", "items": _ANY},
                 "imagePullSecrets": {"type": "array", "items": _ANY},

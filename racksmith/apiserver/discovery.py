@@ -23,8 +23,10 @@ SUBRESOURCE_VERBS = {
     "status": ["get", "patch", "update"],
     "finalize": ["update"],
     "eviction": ["create"],
+    "token": ["create"],
 }
-SUBRESOURCE_KIND = {"eviction": ("policy", "v1", "Eviction")}
+SUBRESOURCE_KIND = {"eviction": ("policy", "v1", "Eviction"),
+                    "token": ("authentication.k8s.io", "v1", "TokenRequest")}
 
 
 def version_info() -> Obj:

@@ -342,6 +342,12 @@ _SELF_SUBJECT_RULES_REVIEW = _msg(
                                                (1, _s("namespace"))))),
 )
 _SELF_SUBJECT_REVIEW = _msg("SelfSubjectReview", (1, _METADATA))
+_TOKEN_REQUEST = _msg(
+    "TokenRequest", (1, _METADATA),
+    (2, _Field("spec", "message", message=_msg(
+        "TokenRequestSpec", (1, _s("audiences", True)),
+        (4, _Field("expirationSeconds", "int", keep_zero=True))))),
+)
 
 _RBAC = "rbac.authorization.k8s.io/v1"
 _AUTHZ = "authorization.k8s.io/v1"
@@ -360,6 +366,7 @@ _KINDS: dict[tuple[str, str], _Message] = {
     (_AUTHZ, "LocalSubjectAccessReview"): _LOCAL_SUBJECT_ACCESS_REVIEW,
     (_AUTHZ, "SelfSubjectRulesReview"): _SELF_SUBJECT_RULES_REVIEW,
     ("authentication.k8s.io/v1", "SelfSubjectReview"): _SELF_SUBJECT_REVIEW,
+    ("authentication.k8s.io/v1", "TokenRequest"): _TOKEN_REQUEST,
     ("authentication.k8s.io/v1beta1", "SelfSubjectReview"): _SELF_SUBJECT_REVIEW,
 }
 

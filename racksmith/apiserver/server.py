@@ -37,6 +37,7 @@ from racksmith.apiserver.rbac.authorizer import Authorizer, Subject
 from racksmith.apiserver.rbac.bootstrap import AUTOUPDATE, bootstrap_objects
 from racksmith.apiserver.rbac.rules import RBAC_GROUP
 from racksmith.apiserver.registry import Registry, ResourceInfo
+from racksmith.apiserver.satokens import TokenIssuer
 from racksmith.apiserver.service import PATCH_APPLY, ListOptions, ResourceService, WriteOptions
 from racksmith.apiserver.store.base import Key
 from racksmith.apiserver.store.sqlite import SqliteStore
@@ -150,7 +151,7 @@ class ApiServer:
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
             max_watches=self.config.max_watches, authorizer=self.authorizer,
-            audit=self.audit))
+            audit=self.audit, sa_tokens=TokenIssuer(self.data_dir / pki.PKI_DIR)))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.

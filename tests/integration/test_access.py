@@ -199,3 +199,26 @@ def test_the_audit_trail_says_who_changed_what_and_who_was_refused(
     assert (folder / "audit.log").stat().st_mode & 0o777 == 0o600
     bad = racksmith("audit", "--since", "yesterday", "--data-dir", d)
     assert bad.returncode == 2 and "not a duration" in bad.stderr
+
+
+def test_service_account_tokens(server_process: ServerProc, minor: int,
+                                tmp_path: Path) -> None:
+    admin = As(minor, server_process.kubeconfig, tmp_path / "admin")
+    sa = f"ci-{minor}"
+    admin.ok("create", "serviceaccount", sa)
+    token = admin.ok("create", "token", sa).strip()
+    out = admin.ok("--token", token, "auth", "whoami")
+    assert f"system:serviceaccount:default:{sa}" in out and "system:serviceaccounts" in out
+    assert "cannot list resource" in admin.refused("--token", token, "get", "configmaps")
+    admin.ok("create", "rolebinding", f"{sa}-view", "--clusterrole=view",
+             f"--serviceaccount=default:{sa}")
+    admin.ok("--token", token, "get", "configmaps")
+    # a token for another audience is not for this server; an unknown account has none
+    other = admin.ok("create", "token", sa, "--audience", "vault").strip()
+    assert "You must be logged in" in admin.refused("--token", other, "get", "configmaps")
+    assert 'serviceaccounts "missing" not found' in admin.refused("create", "token", "missing")
+    assert "may not specify a duration less than 600 seconds" in admin.refused(
+        "create", "token", sa, "--duration", "1m")
+    # deleting the ServiceAccount revokes its tokens
+    admin.ok("delete", "serviceaccount", sa)
+    assert "You must be logged in" in admin.refused("--token", token, "get", "configmaps")

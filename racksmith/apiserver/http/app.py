@@ -55,6 +55,7 @@ from racksmith.apiserver.rbac.requestinfo import request_attributes
 from racksmith.apiserver.rbac.reviews import review
 from racksmith.apiserver.rbac.rules import Attributes, describe
 from racksmith.apiserver.registry import Registry, ResourceInfo
+from racksmith.apiserver.satokens import API_AUDIENCE, TokenIssuer
 from racksmith.apiserver.service import (
     PATCH_APPLY,
     ListOptions,
@@ -96,6 +97,8 @@ class HttpConfig:
     HTTP layer only)."""
     audit: AuditLog | None = None
     """Where writes and refusals are recorded (None: nowhere)."""
+    sa_tokens: TokenIssuer | None = None
+    """Signs and verifies ServiceAccount tokens (None: no TokenRequest API)."""
 
 
 WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
@@ -258,6 +261,9 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             # An invalid credential is a 401 on every path, public ones too
             # (kube-apiserver): only a request with none is anonymous.
             user = lookup(token)
+            if user is None and config.sa_tokens is not None and \
+                    config.sa_tokens.looks_like_jwt(token):
+                user = await _service_account_user(config.sa_tokens, service, registry, token)
             if user is None:
                 raise errors.unauthorized()
         elif not public and not config.anonymous:
@@ -335,7 +341,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
         target = resolve(registry, segments)
         if target.info.group in REVIEW_GROUPS:
             return await _serve_review(request, target, authorizer)
-        return await _serve_resource(request, target, service, watches)
+        return await _serve_resource(request, target, service, watches, config.sa_tokens)
 
     app.router.add_get("/healthz", health)
     app.router.add_get("/livez", health)
@@ -445,8 +451,55 @@ class Watches:
             self.open -= 1
 
 
+async def _service_account_user(issuer: TokenIssuer, service: ResourceService,
+                                registry: Registry, token: str) -> User | None:
+    """The user of a ServiceAccount token, if it is valid and its ServiceAccount
+    still exists with the uid the token names."""
+    claims = issuer.verify(token)
+    info = registry.get("", "v1", "serviceaccounts")
+    if claims is None or info is None:
+        return None
+    try:
+        sa = await service.get(info, claims.namespace, claims.name)
+    except errors.ApiError:
+        return None
+    if (sa.get("metadata") or {}).get("uid") != claims.uid:
+        return None
+    return User(name=claims.username, uid=claims.uid, groups=claims.groups)
+
+
+async def _token_request(request: web.Request, service: ResourceService, info: ResourceInfo,
+                         namespace: str, name: str, issuer: TokenIssuer | None
+                         ) -> web.Response:
+    """``POST .../serviceaccounts/NAME/token``: a signed token for that ServiceAccount."""
+    if request.method != "POST":
+        raise errors.method_not_allowed("token only supports POST")
+    if issuer is None:
+        raise errors.no_such_path()
+    body = await decode_body(await read_body(request), media_type(request))
+    if not isinstance(body, dict):
+        raise errors.bad_request("the body of a TokenRequest must be an object")
+    if body.get("kind") not in (None, "", "TokenRequest"):
+        raise errors.bad_request(f"the kind in the data ({body.get('kind')}) does not match "
+                                 "the expected kind (TokenRequest)")
+    sa = await service.get(info, namespace, name)  # 404 for a missing ServiceAccount
+    spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+    assert isinstance(spec, dict)
+    uid = str((sa.get("metadata") or {}).get("uid") or "")
+    token, expiry = issuer.issue(namespace, name, uid, spec)
+    stamp = dt.datetime.fromtimestamp(expiry, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _json({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                  "metadata": {"name": name, "namespace": namespace,
+                               "creationTimestamp": None},
+                  "spec": {"audiences": spec.get("audiences") or [API_AUDIENCE],
+                           "expirationSeconds": expiry - int(dt.datetime.now(dt.UTC).timestamp()),
+                           "boundObjectRef": None},
+                  "status": {"token": token, "expirationTimestamp": stamp}}, 201)
+
+
 async def _serve_resource(request: web.Request, target: Target, service: ResourceService,
-                          watches: Watches) -> web.StreamResponse:
+                          watches: Watches, sa_tokens: TokenIssuer | None = None
+                          ) -> web.StreamResponse:
     info = target.info
     method = request.method
     accept = parse_accept(request.headers.get("Accept"))
@@ -504,6 +557,8 @@ async def _serve_resource(request: web.Request, target: Target, service: Resourc
 
     name = target.name
     sub = target.subresource
+    if sub == "token" and info.group == "" and info.plural == "serviceaccounts":
+        return await _token_request(request, service, info, ns, name, sa_tokens)
     if sub == "eviction":
         if method != "POST":
             raise errors.method_not_allowed("eviction only supports POST")

@@ -153,10 +153,10 @@ def test_supported_kinds() -> None:
     assert {k for _, k in SUPPORTED_KINDS} == {
         "Namespace", "Secret", "ConfigMap", "ServiceAccount",
         # RBAC (kubectl create role/clusterrole/rolebinding/clusterrolebinding) and the
-        # review APIs (kubectl auth whoami / can-i)
+        # review APIs (kubectl auth whoami / can-i), TokenRequest (kubectl create token)
         "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "SelfSubjectAccessReview",
         "SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview",
-        "SelfSubjectReview"}
+        "SelfSubjectReview", "TokenRequest"}
 
 
 # ------------------------------------------------------------------ hand-built messages

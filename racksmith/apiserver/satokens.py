@@ -1,0 +1,163 @@
+"""ServiceAccount tokens: the TokenRequest API and the tokens' authentication.
+
+Owns :class:`TokenIssuer`: it signs short-lived JWTs for ServiceAccounts
+(``POST /api/v1/namespaces/NS/serviceaccounts/NAME/token``, what ``kubectl
+create token NAME`` sends) and verifies them on every request that offers
+one. The signing key is an EC P-256 key made once in ``DATA/pki/sa.key``
+(0600); tokens are ES256 JWTs with kube's claims: ``iss`` (``racksmith``),
+``sub`` (``system:serviceaccount:NS:NAME``), ``aud`` (the requested
+audiences; default the API server's own, ``racksmith``), ``iat``, ``nbf``,
+``exp`` and ``kubernetes.io`` (namespace, ServiceAccount name and uid).
+
+Verification (a token is refused with a 401 unless all hold): the signature
+is ours; now is within ``nbf``..``exp``; the audiences include the API
+server's; and the ServiceAccount still exists with the same uid (deleting
+the ServiceAccount revokes its tokens). The user is
+``system:serviceaccount:NS:NAME`` in the groups ``system:serviceaccounts``,
+``system:serviceaccounts:NS`` and ``system:authenticated``.
+
+``expirationSeconds`` defaults to 3600 and must be at least 600 (422
+otherwise, as kube-apiserver); longer requests are capped at 48 hours.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import (
+    decode_dss_signature,
+    encode_dss_signature,
+)
+
+from racksmith.apiserver import errors
+from racksmith.apiserver.errors import Cause
+from racksmith.filemodes import private_dir, write_private
+from racksmith.redact import register_secret
+
+ISSUER = "racksmith"
+API_AUDIENCE = "racksmith"
+SA_PREFIX = "system:serviceaccount:"
+DEFAULT_SECONDS = 3600
+MIN_SECONDS = 600
+MAX_SECONDS = 48 * 3600
+KEY_FILE = "sa.key"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class Claims:
+    """A verified token's ServiceAccount (before the existence check)."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def username(self) -> str:
+        return f"{SA_PREFIX}{self.namespace}:{self.name}"
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        return ("system:serviceaccounts", f"system:serviceaccounts:{self.namespace}",
+                "system:authenticated")
+
+
+class TokenIssuer:
+    """Signs and verifies ServiceAccount tokens (see the module docstring)."""
+
+    def __init__(self, pki_dir: Path) -> None:
+        path = pki_dir / KEY_FILE
+        if path.exists():
+            key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+            assert isinstance(key, ec.EllipticCurvePrivateKey)
+        else:
+            private_dir(pki_dir)
+            key = ec.generate_private_key(ec.SECP256R1())
+            write_private(path, key.private_bytes(serialization.Encoding.PEM,
+                                                  serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()))
+        self._key = key
+
+    @staticmethod
+    def looks_like_jwt(token: str) -> bool:
+        return token.count(".") == 2
+
+    def issue(self, namespace: str, name: str, uid: str, spec: Mapping[str, Any],
+              now: float | None = None) -> tuple[str, int]:
+        """A token for ServiceAccount ``namespace/name`` per a TokenRequest's ``spec``;
+        returns (token, expiry as Unix seconds). Raises a 422 ApiError for a bad spec."""
+        seconds = spec.get("expirationSeconds")
+        seconds = DEFAULT_SECONDS if seconds is None else seconds
+        audiences = spec.get("audiences") or [API_AUDIENCE]
+        causes: list[Cause] = []
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < MIN_SECONDS:
+            causes.append(Cause("spec.expirationSeconds", f"Invalid value: {seconds!r}: may "
+                                f"not specify a duration less than {MIN_SECONDS} seconds"))
+        if not isinstance(audiences, list) or not all(isinstance(a, str) and a
+                                                      for a in audiences):
+            causes.append(Cause("spec.audiences", "Invalid value: must be a list of "
+                                "non-empty strings"))
+        if causes:
+            raise errors.invalid("TokenRequest", name, causes, group="authentication.k8s.io")
+        assert isinstance(seconds, int) and isinstance(audiences, list)
+        issued = int(now if now is not None else time.time())
+        expiry = issued + min(seconds, MAX_SECONDS)
+        header = {"alg": "ES256", "typ": "JWT", "kid": "racksmith-sa"}
+        claims = {"iss": ISSUER, "sub": f"{SA_PREFIX}{namespace}:{name}", "aud": audiences,
+                  "iat": issued, "nbf": issued, "exp": expiry,
+                  "kubernetes.io": {"namespace": namespace,
+                                    "serviceaccount": {"name": name, "uid": uid}}}
+        signing_input = (_b64(json.dumps(header, separators=(",", ":")).encode()) + "." +
+                         _b64(json.dumps(claims, separators=(",", ":")).encode()))
+        der = self._key.sign(signing_input.encode("ascii"), ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        token = signing_input + "." + _b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
+        register_secret(token)
+        return token, expiry
+
+    def verify(self, token: str, now: float | None = None,
+               audience: str = API_AUDIENCE) -> Claims | None:
+        """The token's ServiceAccount if the token is ours, current and for us."""
+        try:
+            head, body, sig = token.split(".")
+            raw = _unb64(sig)
+            if len(raw) != 64:
+                return None
+            der = encode_dss_signature(int.from_bytes(raw[:32], "big"),
+                                       int.from_bytes(raw[32:], "big"))
+            self._key.public_key().verify(der, f"{head}.{body}".encode("ascii"),
+                                          ec.ECDSA(hashes.SHA256()))
+            claims = json.loads(_unb64(body))
+        except (ValueError, InvalidSignature, UnicodeError):
+            return None
+        if not isinstance(claims, dict) or claims.get("iss") != ISSUER:
+            return None
+        t = now if now is not None else time.time()
+        exp, nbf = claims.get("exp"), claims.get("nbf")
+        if not isinstance(exp, int) or not isinstance(nbf, int) or not nbf <= t < exp:
+            return None
+        aud = claims.get("aud")
+        if not isinstance(aud, Sequence) or audience not in aud:
+            return None
+        k8s = claims.get("kubernetes.io") or {}
+        sa = k8s.get("serviceaccount") if isinstance(k8s, dict) else None
+        if not isinstance(sa, dict):
+            return None
+        return Claims(str(k8s.get("namespace") or ""), str(sa.get("name") or ""),
+                      str(sa.get("uid") or ""))
