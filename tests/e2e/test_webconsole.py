@@ -10,7 +10,8 @@ live. A volume created on the node's Volumes tab becomes Available; once a
 claim binds its PV, its Delete button is disabled with the reason; with the
 claim gone it is deleted from the page. A step of a new update plan is
 commenced from the Updates page and its progress shows. The Events page
-lists events. Each page's screenshot goes to the artifacts folder
+lists events. Logged in as a viewer, what the role may not do is disabled
+with the reason. Each page's screenshot goes to the artifacts folder
 (``make console-screenshots`` refreshes docs/console/ for docs/console.md).
 
 Runs last in tests/e2e (after test_cluster deleted demo-worker-2 and
@@ -22,13 +23,17 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from playwright.sync_api import Locator, Page, expect
 
+from racksmith.apiserver.users import add_user, kubeconfig_path
 from tests.e2e.console import Console, launch
 from tests.e2e.demo import guide_blocks, run_block, wait_for
 from tests.e2e.rack import Rack, state
@@ -404,6 +409,43 @@ def test_the_events_page_lists_events(ui: Console) -> None:
     events = page.get_by_role("table", name="Events")
     expect(events.locator("[data-name]").first).to_be_visible(timeout=60 * SECOND)
     ui.screenshot("events")
+
+
+def test_a_viewer_sees_what_their_role_may_not_do_disabled(console: Console, rack: Rack,
+                                                           tmp_path: Path) -> None:
+    """Logged in with a ``view`` token, the Delete machine button and the Create
+    volume form are disabled with the reason (SelfSubjectAccessReview)."""
+    name = "console-viewer"
+    kubeconfig = kubeconfig_path(rack.data_dir, name)
+    if not kubeconfig.exists():
+        add_user(rack.data_dir, name, "view")
+    token = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+    # the server re-reads the token file once a second
+    wait_for(rack, "the viewer's token accepted", lambda: subprocess.run(
+        ["kubectl", "auth", "whoami"], capture_output=True,
+        env={"KUBECONFIG": str(kubeconfig), "PATH": "/usr/bin:/bin",
+             "HOME": str(tmp_path)}).returncode == 0, timeout=60)
+    page = console.open()
+    if console.logged_in():
+        page.get_by_role("button", name="Log out").click()
+    console.login(token)
+    machines = [m["metadata"]["name"] for m in rack.get("machines")["items"]]
+    node = MACHINE if MACHINE in machines else "demo-worker-1"
+    page = console.go(f"#/machines/default/{node}")
+    expect(page.get_by_role("button", name="Delete machine")).to_be_disabled(
+        timeout=60 * SECOND)
+    expect(page.locator("#machine-delete-why")).to_have_text(
+        "Your role may not delete machines in default.")
+    page.get_by_role("navigation", name="Machine sections").get_by_role(
+        "link", name="Volumes").click()
+    expect(page.get_by_role("button", name="Create volume")).to_be_disabled(
+        timeout=60 * SECOND)
+    expect(page.locator("#vol-create-why")).to_have_text("Your role may not create volumes.")
+    console.screenshot("viewer-machine-volumes")
+    page.get_by_role("button", name="Log out").click()  # the next tests log in as admin
+    errors = list(console.errors)
+    console.errors.clear()
+    assert errors == [], errors
 
 
 def test_the_guide_examples_run(rack: Rack) -> None:

@@ -5,6 +5,7 @@
 // node's volumes: volumes-tab.js) and Events (every event of the machine).
 
 import { ApiError, objectPath, R, remove } from "../api.js";
+import { denied } from "../permissions.js";
 import { age, badge, condition, facts, h, link, progress, section, table, tabs, time } from "../dom.js";
 import { follow, informer } from "../informer.js";
 import { machineProgress } from "../model.js";
@@ -178,11 +179,13 @@ export function mount(el, params, ctx) {
     if (progressLabel.textContent !== p.label) progressLabel.textContent = p.label;
 
     const deleting = !!m.metadata.deletionTimestamp;
-    deleteBtn.disabled = deleting;
-    if (deleting) {
-      deleteBtn.title = "Already being deleted";
+    const why = deleting ? "Already being deleted"
+      : denied("delete", "cluster.racksmith.io", "machines", ns, () => render());
+    deleteBtn.disabled = !!why;
+    if (why) {
+      deleteBtn.title = why;
       deleteBtn.setAttribute("aria-describedby", deleteWhy.id);
-      if (deleteWhy.textContent !== "Already being deleted") deleteWhy.textContent = "Already being deleted";
+      if (deleteWhy.textContent !== why) deleteWhy.textContent = why;
     } else {
       deleteBtn.removeAttribute("title");
       deleteBtn.removeAttribute("aria-describedby");

@@ -10,6 +10,7 @@
 // progress transitions survive the plan's frequent status updates.
 
 import { ApiError, jsonPatch, objectPath, R } from "../api.js";
+import { denied } from "../permissions.js";
 import { age, badge, duration, facts, fill, h, link, progress, section, table, time } from "../dom.js";
 import { follow, informer } from "../informer.js";
 import {
@@ -152,6 +153,8 @@ export function mount(el, params, ctx) {
 
   /** A button plus, when disabled, its reason (title + visible text). */
   function action({ focusKey, label, reason, act, plan, step, secondary }) {
+    reason = denied("patch", "lcm.racksmith.io", "clusterupdateplans", plan.metadata.namespace,
+                    () => { if (!stopped) render(); }) || reason;
     const reasonId = reason ? `why-${focusKey.replace(/[^A-Za-z0-9_-]/g, "_")}` : undefined;
     return h("span", { class: "action" },
       h("button", { type: "button", class: secondary ? "secondary" : "primary",

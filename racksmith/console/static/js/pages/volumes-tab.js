@@ -5,6 +5,7 @@
 // reason shown, when model.volumeDeletionBlocker says so (a Bound PV).
 
 import { ApiError, create, R, remove } from "../api.js";
+import { denied } from "../permissions.js";
 import { badge, condition, fill, h, progress, section, table } from "../dom.js";
 import { follow, informer } from "../informer.js";
 import { volumeDeletionBlocker } from "../model.js";
@@ -82,6 +83,17 @@ export function mountVolumes(el, _ns, machineName, ctx) {
   };
   vBackend.addEventListener("change", showBackend);
   showBackend();
+  // The form is disabled, with the reason, for a role that may not create Volumes.
+  const createWhy = h("p", { class: "hint", id: "vol-create-why" });
+  submit.after(createWhy);
+  const checkCreate = () => {
+    const why = denied("create", "storage.racksmith.io", "volumes", "", checkCreate);
+    submit.disabled = !!why;
+    createWhy.textContent = why || "";
+    if (why) submit.setAttribute("aria-describedby", createWhy.id);
+    else submit.removeAttribute("aria-describedby");
+  };
+  checkCreate();
 
   const showFormError = (text, bad = []) => {
     for (const i of [vName, vClass, vSize, vDevice, vVg]) {
@@ -132,7 +144,7 @@ export function mountVolumes(el, _ns, machineName, ctx) {
         ? `The API refused the volume (${e.code}${e.reason ? ` ${e.reason}` : ""}):\n${e.describe()}`
         : `Could not create the volume: ${e.message || e}`, bad);
     } finally {
-      submit.disabled = false;
+      checkCreate();
     }
   });
 

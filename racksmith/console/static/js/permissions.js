@@ -1,0 +1,38 @@
+// Owns: what the signed-in user may do, asked of the API server with
+// SelfSubjectAccessReview (the question `kubectl auth can-i` asks), once per
+// action and token. Pages ask `denied(...)` while rendering: it answers at
+// once from what is known (undefined while the answer is on its way, so
+// nothing is disabled by mistake) and calls the page's `onAnswer` when a
+// new answer arrives, so the page renders again. A button the user's role
+// may not use is disabled with the reason (docs/access.md).
+
+import { request, token } from "./api.js";
+
+const answers = new Map(); // "<token>|verb|group|resource|ns" -> true | false
+const pending = new Map(); // same key -> [callbacks]
+
+/** Why the signed-in user may not `verb` `resource` (of `group`, in `namespace`), or
+ *  undefined when allowed or not known yet; `onAnswer` is called once it is known. */
+export function denied(verb, group, resource, namespace = "", onAnswer = () => {}) {
+  const key = [token(), verb, group, resource, namespace].join("|");
+  if (answers.has(key)) {
+    return answers.get(key) ? undefined
+      : `Your role may not ${verb} ${resource}${namespace ? ` in ${namespace}` : ""}.`;
+  }
+  if (pending.has(key)) { pending.get(key).push(onAnswer); return undefined; }
+  pending.set(key, [onAnswer]);
+  const review = {
+    apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview",
+    spec: { resourceAttributes: { verb, group, resource, namespace } },
+  };
+  request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", { body: review })
+    .then((r) => answers.set(key, !!(r && r.status && r.status.allowed)))
+    // No answer (network, old server): let the API decide at click time.
+    .catch(() => answers.set(key, true))
+    .finally(() => {
+      const waiting = pending.get(key) || [];
+      pending.delete(key);
+      for (const fn of waiting) { try { fn(); } catch (_e) { /* a page gone */ } }
+    });
+  return undefined;
+}
