@@ -136,6 +136,7 @@ class ApiServer:
             ssl_context = bundle.ssl_context()
         await self.store.open()
         await self._ensure_namespaces()
+        await self.service.load_namespaces()
         await self.lifecycle.load()
         self.lifecycle.start()
         await self._load_rbac()

@@ -137,6 +137,8 @@ class ResourceService:
         self.store = store
         self.hooks: list[WriteHook] = list(hooks or [])
         self.admission: list[AdmissionCheck] = []
+        self._namespaces: dict[str, bool] | None = None
+        """name → terminating, once ``load_namespaces`` ran (None: read the store)."""
         self.namespace_check = True
         self._locks: dict[Key, asyncio.Lock] = {}
 
@@ -331,17 +333,46 @@ class ResourceService:
             return
         if not namespace:
             raise errors.bad_request("the namespace of the object is required")
-        try:
-            ns = await self.store.get(Key("core/namespaces", "", namespace))
-        except NotFoundError:
-            raise errors.not_found("namespaces", namespace) from None
-        if ns.get("metadata", {}).get("deletionTimestamp"):
+        if self._namespaces is not None:
+            terminating = self._namespaces.get(namespace)
+            if terminating is None:
+                raise errors.not_found("namespaces", namespace)
+        else:
+            try:
+                ns = await self.store.get(Key("core/namespaces", "", namespace))
+            except NotFoundError:
+                raise errors.not_found("namespaces", namespace) from None
+            terminating = bool(ns.get("metadata", {}).get("deletionTimestamp"))
+        if terminating:
             raise errors.forbidden(
                 f'unable to create new content in namespace {namespace} because it is being '
                 "terminated", kind=info.plural, group=info.group)
 
+    async def load_namespaces(self) -> None:
+        """Serve the namespace check of every create from memory from now on
+        (what exists, what is terminating), kept current by this service's own
+        writes — kube-apiserver's NamespaceLifecycle admission does the same
+        from an informer. Only for a store this service alone writes."""
+        found: dict[str, bool] = {}
+        after: Key | None = None
+        while True:
+            page = await self.store.list(Scope("core/namespaces"), after=after, limit=500)
+            for obj in page.items:
+                meta = obj.get("metadata", {})
+                found[str(meta.get("name"))] = bool(meta.get("deletionTimestamp"))
+            if not page.items or page.next_name is None:
+                break
+            after = page.next_name
+        self._namespaces = found
+
     async def _run_hooks(self, info: ResourceInfo, key: Key, old: Obj | None,
                          new: Obj | None) -> None:
+        if self._namespaces is not None and key.resource == "core/namespaces":
+            if new is None:
+                self._namespaces.pop(key.name, None)
+            else:
+                self._namespaces[key.name] = bool(new.get("metadata", {}).get(
+                    "deletionTimestamp"))
         for hook in self.hooks:
             await hook(info, key, old, new)
 

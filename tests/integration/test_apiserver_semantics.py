@@ -102,6 +102,7 @@ async def test_namespace_deletion_removes_its_contents(api_server: ApiServer, ns
         assert code == 403, body
         await wait_gone(c, "/api/v1/namespaces/doomed")
         assert (await c.get(f"{path}/inside"))[0] == 404
+        assert (await c.post(path, cm("after")))[0] == 404  # the gone namespace, from memory
         # creating in a missing namespace is a 404
         assert (await c.post("/api/v1/namespaces/nowhere/configmaps", cm("x")))[0] == 404
 
