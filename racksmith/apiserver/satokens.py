@@ -99,9 +99,10 @@ class TokenIssuer:
         return token.count(".") == 2
 
     def issue(self, namespace: str, name: str, uid: str, spec: Mapping[str, Any],
-              now: float | None = None) -> tuple[str, int]:
+              now: float | None = None) -> tuple[str, int, int]:
         """A token for ServiceAccount ``namespace/name`` per a TokenRequest's ``spec``;
-        returns (token, expiry as Unix seconds). Raises a 422 ApiError for a bad spec."""
+        returns (token, expiry as Unix seconds, lifetime in seconds). Raises a 422
+        ApiError for a bad spec."""
         seconds = spec.get("expirationSeconds")
         seconds = DEFAULT_SECONDS if seconds is None else seconds
         audiences = spec.get("audiences") or [API_AUDIENCE]
@@ -129,7 +130,7 @@ class TokenIssuer:
         r, s = decode_dss_signature(der)
         token = signing_input + "." + _b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
         register_secret(token)
-        return token, expiry
+        return token, expiry, expiry - issued
 
     def verify(self, token: str, now: float | None = None,
                audience: str = API_AUDIENCE) -> Claims | None:

@@ -261,8 +261,10 @@ class ResourceService:
 
     # ---- shared write checks --------------------------------------------------
 
-    def _check_identity(self, info: ResourceInfo, obj: Any, namespace: str,
-                        name: str | None) -> Obj:
+    def check_identity(self, info: ResourceInfo, obj: Any, namespace: str,
+                       name: str | None) -> Obj:
+        """``obj`` as a body for ``info``: an object whose apiVersion, kind,
+        metadata types and namespace agree with the request (400 otherwise)."""
         if not isinstance(obj, dict):
             raise errors.bad_request(
                 f"the body of the request was not a JSON object ({type(obj).__name__})")
@@ -380,7 +382,7 @@ class ResourceService:
 
     async def create(self, info: ResourceInfo, namespace: str, body: Any,
                      opts: WriteOptions) -> WriteResult:
-        obj = self._check_identity(info, _copy(body), namespace, None)
+        obj = self.check_identity(info, _copy(body), namespace, None)
         if obj["metadata"].get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be "
                                      "created")
@@ -420,7 +422,7 @@ class ResourceService:
 
     async def update(self, info: ResourceInfo, namespace: str, name: str, body: Any,
                      opts: WriteOptions, *, subresource: str = "") -> WriteResult:
-        obj = self._check_identity(info, _copy(body), namespace, name)
+        obj = self.check_identity(info, _copy(body), namespace, name)
         key = self.key(info, namespace, name)
         old = await self._get_raw(info, key)
         if old is None:
@@ -530,7 +532,7 @@ class ResourceService:
             # otherwise the merged object carries the current one.
             want_rv = (new.get("metadata") or {}).get("resourceVersion") if isinstance(
                 new, dict) and isinstance(new.get("metadata"), dict) else None
-            new = self._check_identity(info, new, namespace, name)
+            new = self.check_identity(info, new, namespace, name)
             if want_rv and str(want_rv) != old_rv:
                 raise errors.conflict(info.plural, name, "the object has been modified; please "
                                       "apply your changes to the latest version and try again",
@@ -559,7 +561,7 @@ class ResourceService:
                 return patching.json_patch(target, patch)
             if content_type == PATCH_STRATEGIC:
                 return patching.strategic_merge_patch(target, patch)
-            applied = self._check_identity(info, copy.deepcopy(patch), old["metadata"].get(
+            applied = self.check_identity(info, copy.deepcopy(patch), old["metadata"].get(
                 "namespace", ""), old["metadata"]["name"])
             self._require_apply_identity(info, patch)
             return patching.apply_patch(target, applied, manager=self._apply_manager(opts),
@@ -597,7 +599,7 @@ class ResourceService:
                             opts: WriteOptions) -> WriteResult:
         manager = self._apply_manager(opts)
         self._require_apply_identity(info, patch)
-        body = self._check_identity(info, copy.deepcopy(patch), namespace, name)
+        body = self.check_identity(info, copy.deepcopy(patch), namespace, name)
         try:
             obj = patching.apply_patch(None, body, manager=manager, force=opts.force,
                                        now=now_rfc3339(), typ=_object_type(info))
@@ -610,7 +612,7 @@ class ResourceService:
 
     async def _create_keeping_managed(self, info: ResourceInfo, namespace: str, obj: Obj,
                                       opts: WriteOptions, managed: Any) -> WriteResult:
-        obj = self._check_identity(info, obj, namespace, None)
+        obj = self.check_identity(info, obj, namespace, None)
         namespace = namespace or str(obj["metadata"].get("namespace") or "")
         warnings: list[str] = []
         prepare_create(info, obj, namespace=namespace)

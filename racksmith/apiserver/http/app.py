@@ -208,22 +208,28 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             code = 499  # the client went away before the answer (nginx's code)
             raise
         finally:
-            attrs = request_attributes(request.method, request.path, request.query)
-            created = request.get(CREATED_KEY)
-            if created and not attrs.name:
-                attrs = dataclasses.replace(attrs, name=created)
-            if audit.wanted(attrs, code):
-                user = request.get(USER_KEY)
-                peer = request.transport.get_extra_info("peername") if request.transport \
-                    else None
-                audit.write(AuditRecord(
-                    attrs=attrs, code=code, received=received,
-                    user=user.name if user is not None else "",
-                    uid=user.uid if user is not None else "",
-                    groups=user.groups if user is not None else (),
-                    source_ip=str(peer[0]) if isinstance(peer, tuple) and peer else "",
-                    user_agent=request.headers.get("User-Agent", ""),
-                    query_keys=tuple(dict.fromkeys(request.query.keys()))))
+            # Only writes and refusals are recorded: an allowed read costs nothing here.
+            if request.method not in ("GET", "HEAD") or code in (401, 403):
+                record(audit, request, code, received)
+
+    def record(audit: AuditLog, request: web.Request, code: int,
+               received: dt.datetime) -> None:
+        attrs = request_attributes(request.method, request.path, request.query)
+        created = request.get(CREATED_KEY)
+        if created and not attrs.name:
+            attrs = dataclasses.replace(attrs, name=created)
+        if audit.wanted(attrs, code):
+            user = request.get(USER_KEY)
+            peer = request.transport.get_extra_info("peername") if request.transport \
+                else None
+            audit.write(AuditRecord(
+                attrs=attrs, code=code, received=received,
+                user=user.name if user is not None else "",
+                uid=user.uid if user is not None else "",
+                groups=user.groups if user is not None else (),
+                source_ip=str(peer[0]) if isinstance(peer, tuple) and peer else "",
+                user_agent=request.headers.get("User-Agent", ""),
+                query_keys=tuple(dict.fromkeys(request.query.keys()))))
 
     @web.middleware
     async def error_middleware(request: web.Request,
@@ -340,7 +346,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             return _json(doc)
         target = resolve(registry, segments)
         if target.info.group in REVIEW_GROUPS:
-            return await _serve_review(request, target, authorizer)
+            return await _serve_review(request, target, service, authorizer)
         return await _serve_resource(request, target, service, watches, config.sa_tokens)
 
     app.router.add_get("/healthz", health)
@@ -361,7 +367,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
     return app
 
 
-async def _serve_review(request: web.Request, target: Target,
+async def _serve_review(request: web.Request, target: Target, service: ResourceService,
                         authorizer: Authorizer | None) -> web.Response:
     """POST of a review: answered from the authorizer, never stored."""
     info = target.info
@@ -370,7 +376,9 @@ async def _serve_review(request: web.Request, target: Target,
     if info.namespaced and target.namespace is None:
         raise errors.method_not_allowed(f"POST is not supported on {info.plural} across all "
                                         f"namespaces; use /namespaces/<namespace>/{info.plural}")
-    body = await decode_body(await read_body(request), media_type(request))
+    body = service.check_identity(info, await decode_body(await read_body(request),
+                                                          media_type(request)),
+                                  target.namespace or "", None)
     user = request.get(USER_KEY)
     subject = subject_of(user) if user is not None else Subject("system:anonymous",
                                                                 ("system:unauthenticated",))
@@ -486,13 +494,13 @@ async def _token_request(request: web.Request, service: ResourceService, info: R
     spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     uid = str((sa.get("metadata") or {}).get("uid") or "")
-    token, expiry = issuer.issue(namespace, name, uid, spec)
+    token, expiry, seconds = issuer.issue(namespace, name, uid, spec)
     stamp = dt.datetime.fromtimestamp(expiry, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return _json({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                   "metadata": {"name": name, "namespace": namespace,
                                "creationTimestamp": None},
                   "spec": {"audiences": spec.get("audiences") or [API_AUDIENCE],
-                           "expirationSeconds": expiry - int(dt.datetime.now(dt.UTC).timestamp()),
+                           "expirationSeconds": seconds,
                            "boundObjectRef": None},
                   "status": {"token": token, "expirationTimestamp": stamp}}, 201)
 

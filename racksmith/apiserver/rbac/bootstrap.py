@@ -14,8 +14,9 @@ as the operator changed it; every other one is put back as declared here.
 pods that mount them anyway). Racksmith's aggregate-to-view also grants
 reading the infrastructure an operator looks at: Nodes, PersistentVolumes,
 StorageClasses and every Racksmith kind, cluster-scoped ones included.
-``racksmith:operator`` is view plus the day-2 actions (docs/access.md has
-the table).
+``racksmith:operator`` aggregates what view aggregates plus
+``racksmith:aggregate-to-operator`` (the day-2 actions; docs/access.md has the
+table), so a role added to view is added to operator too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ Obj = dict[str, Any]
 
 AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
 AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+AGGREGATE_TO_OPERATOR = "racksmith.io/aggregate-to-operator"
 BOOTSTRAP_LABEL = "kubernetes.io/bootstrapping"
 
 #: Racksmith's API groups (a unit test checks this against the kinds catalogue).
@@ -61,14 +63,16 @@ def _paths(paths: list[str], verbs: list[str] | None = None) -> Obj:
 
 
 def _role(name: str, rules: list[Obj], *, labels: dict[str, str] | None = None,
-          aggregate: str | None = None) -> Obj:
+          aggregate: str | None = None, extra_aggregate: str | None = None) -> Obj:
     meta: Obj = {"name": name, "labels": {BOOTSTRAP_LABEL: "rbac-defaults", **(labels or {})},
                  "annotations": {AUTOUPDATE: "true"}}
     obj: Obj = {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": meta,
                 "rules": rules}
     if aggregate is not None:
-        obj["aggregationRule"] = {"clusterRoleSelectors": [
-            {"matchLabels": {f"{AGGREGATE_TO}{aggregate}": "true"}}]}
+        selectors = [{"matchLabels": {f"{AGGREGATE_TO}{aggregate}": "true"}}]
+        if extra_aggregate is not None:
+            selectors.append({"matchLabels": {extra_aggregate: "true"}})
+        obj["aggregationRule"] = {"clusterRoleSelectors": selectors}
         obj["rules"] = []
     return obj
 
@@ -126,15 +130,10 @@ def bootstrap_objects() -> list[Obj]:
         _role("racksmith:aggregate-to-edit", [
             _rule(list(RACKSMITH_GROUPS), [everything], WRITE),
         ], labels={f"{AGGREGATE_TO}edit": "true"}),
-        _role(OPERATOR_ROLE, [
-            # view, without Secrets or RBAC
-            _rule([""], _CORE_VIEW, READ),
-            _rule(list(RACKSMITH_GROUPS), [everything], READ),
-            _rule([""], ["nodes", "nodes/status", "persistentvolumes"], READ),
-            _rule(["storage.k8s.io"], ["storageclasses"], READ),
-            _rule(["apps", "batch", "policy", "events.k8s.io", "coordination.k8s.io"],
-                  [everything], READ),
-            # the day-2 actions
+        # racksmith:operator: everything that aggregates into view (so never
+        # Secrets or RBAC) plus the day-2 actions of racksmith:aggregate-to-operator
+        _role(OPERATOR_ROLE, [], aggregate="view", extra_aggregate=AGGREGATE_TO_OPERATOR),
+        _role("racksmith:aggregate-to-operator", [
             _rule(["lcm.racksmith.io"], ["clusterupdateplans", "updateautopauses"],
                   ["patch", "update"]),
             _rule(["lcm.racksmith.io"], ["gracefulrebootrequests", "nodemaintenancerequests",
@@ -144,7 +143,7 @@ def bootstrap_objects() -> list[Obj]:
             _rule(["metal.racksmith.io"], ["baremetalhosts"], ["patch", "update"]),
             _rule([""], ["nodes"], ["patch", "update"]),
             _rule([""], ["pods/eviction"], ["create"]),
-        ]),
+        ], labels={AGGREGATE_TO_OPERATOR: "true"}),
         _role(AGENT_ROLE, [
             # exactly racksmith/agent/kube.py's reads and writes
             _rule(["lcm.racksmith.io"], ["lcmmachines"], ["get", "list", "watch"]),

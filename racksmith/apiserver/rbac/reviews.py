@@ -20,7 +20,6 @@ from typing import Any
 
 from racksmith.apiserver import errors
 from racksmith.apiserver.errors import Cause
-from racksmith.apiserver.options import check_metadata_types
 from racksmith.apiserver.rbac.authorizer import PRIVILEGED_GROUP, Authorizer, Subject
 from racksmith.apiserver.rbac.rules import Attributes, Rule
 
@@ -78,17 +77,10 @@ def _resource_rules(rules: Sequence[Rule]) -> tuple[list[Obj], list[Obj]]:
 
 def review(authorizer: Authorizer, info_group: str, version: str, kind: str, namespace: str,
            body: Any, user: Subject, uid: str = "") -> Obj:
-    """The reply (status filled in) to a review ``body`` POSTed by ``user``."""
+    """The reply (status filled in) to a review ``body`` POSTed by ``user``; the
+    body's envelope (apiVersion, kind, metadata) was checked by the caller."""
     if not isinstance(body, Mapping):
         raise errors.bad_request(f"the body of a {kind} must be an object")
-    if body.get("kind") not in (None, "", kind):
-        raise errors.bad_request(
-            f"the kind in the data ({body.get('kind')}) does not match the expected kind ({kind})")
-    meta = body.get("metadata")
-    if meta is not None:
-        if not isinstance(meta, dict):
-            raise errors.bad_request("metadata must be an object")
-        check_metadata_types(kind, meta)
     out: Obj = {"apiVersion": f"{info_group}/{version}", "kind": kind,
                 "metadata": {"creationTimestamp": None, **(
                     {"namespace": namespace} if namespace else {})}}

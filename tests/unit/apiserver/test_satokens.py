@@ -16,8 +16,9 @@ T0 = 1_800_000_000.0
 
 def test_a_token_verifies_until_it_expires(tmp_path: Path) -> None:
     issuer = TokenIssuer(tmp_path)
-    token, expiry = issuer.issue("ns", "ci", "uid-1", {"expirationSeconds": 600}, now=T0)
-    assert expiry == T0 + 600
+    token, expiry, seconds = issuer.issue("ns", "ci", "uid-1", {"expirationSeconds": 600},
+                                         now=T0)
+    assert expiry == T0 + 600 and seconds == 600
     claims = issuer.verify(token, now=T0 + 1)
     assert claims is not None
     assert (claims.username, claims.uid) == ("system:serviceaccount:ns:ci", "uid-1")
@@ -28,30 +29,30 @@ def test_a_token_verifies_until_it_expires(tmp_path: Path) -> None:
 
 
 def test_the_key_survives_a_restart_and_another_key_refuses(tmp_path: Path) -> None:
-    token, _ = TokenIssuer(tmp_path / "a").issue("ns", "ci", "u", {}, now=T0)
+    token, _, _ = TokenIssuer(tmp_path / "a").issue("ns", "ci", "u", {}, now=T0)
     assert TokenIssuer(tmp_path / "a").verify(token, now=T0 + 1) is not None
     assert TokenIssuer(tmp_path / "b").verify(token, now=T0 + 1) is None
 
 
 def test_tampering_and_other_audiences_are_refused(tmp_path: Path) -> None:
     issuer = TokenIssuer(tmp_path)
-    token, _ = issuer.issue("ns", "ci", "u", {}, now=T0)
+    token, _, _ = issuer.issue("ns", "ci", "u", {}, now=T0)
     head, body, sig = token.split(".")
     claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     claims["kubernetes.io"]["serviceaccount"]["name"] = "admin"
     forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
     assert issuer.verify(f"{head}.{forged}.{sig}", now=T0 + 1) is None
     assert issuer.verify("a.b.c", now=T0) is None
-    vault, _ = issuer.issue("ns", "ci", "u", {"audiences": ["vault"]}, now=T0)
+    vault, _, _ = issuer.issue("ns", "ci", "u", {"audiences": ["vault"]}, now=T0)
     assert issuer.verify(vault, now=T0 + 1) is None
     assert issuer.verify(vault, now=T0 + 1, audience="vault") is not None
 
 
 def test_durations_are_bounded(tmp_path: Path) -> None:
     issuer = TokenIssuer(tmp_path)
-    _, expiry = issuer.issue("ns", "ci", "u", {"expirationSeconds": 10**9}, now=T0)
+    _, expiry, _ = issuer.issue("ns", "ci", "u", {"expirationSeconds": 10**9}, now=T0)
     assert expiry == T0 + MAX_SECONDS
-    _, expiry = issuer.issue("ns", "ci", "u", {"expirationSeconds": None}, now=T0)
+    _, expiry, _ = issuer.issue("ns", "ci", "u", {"expirationSeconds": None}, now=T0)
     assert expiry == T0 + 3600
     for bad in ({"expirationSeconds": 599}, {"expirationSeconds": "1h"},
                 {"audiences": "vault"}, {"audiences": [""]}):
