@@ -115,8 +115,9 @@ class RbacAdmission:
         ref = obj.get("roleRef") or {}
         ref_kind, ref_name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         ref_plural = CLUSTER_ROLES if ref_kind == "ClusterRole" else ROLES
-        ref_ns = "" if ref_kind == "ClusterRole" else namespace
-        if self._may(user, "bind", ref_plural, ref_ns, ref_name):
+        # asked in the binding's namespace (cluster scope for a ClusterRoleBinding), as
+        # kube-apiserver does: a RoleBinding may grant `bind` on a ClusterRole in one namespace
+        if self._may(user, "bind", ref_plural, namespace, ref_name):
             return
         rules = self.authorizer.role_rules(ref_kind, ref_name, namespace)
         missing = covers(self.authorizer.rules_for(user, namespace), rules)
