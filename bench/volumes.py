@@ -80,8 +80,10 @@ from racksmith.controllers.volume import (
     volume_controller,
 )
 from racksmith.kinds.crdgen import all_crds
+from racksmith.runtime.client import as_client
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
+from racksmith.runtime.resources import LCMMACHINES
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,7 +253,18 @@ class Agent:
                 if "Traceback" in line or "[error" in line or "[critical" in line][:5]
 
 
-def start_agent(server: ApiServer, node: str, base: Path) -> Agent:
+async def agent_token(client: ApiClient, node: str) -> str:
+    """The node's own agent token, as the Machine controller asks for it:
+    ServiceAccount racksmith-agent bound to LCMMachine ``node``."""
+    lcm = await as_client(client).get(LCMMACHINES, NS, node, live=True)
+    assert lcm is not None
+    return await as_client(client).request_token(
+        NS, "racksmith-agent", bound={"kind": "LCMMachine", "name": node,
+                                      "apiVersion": f"{LCM_GROUP}/{LCM_VERSION}",
+                                      "uid": lcm["metadata"]["uid"]})
+
+
+def start_agent(server: ApiServer, node: str, base: Path, token: str) -> Agent:
     """``racksmith agent --emulated --root <base>/root`` for ``node``, as a process."""
     assert server.ca_pem is not None
     root = base / "root"
@@ -260,7 +273,7 @@ def start_agent(server: ApiServer, node: str, base: Path) -> Agent:
     config.write_text(yaml.safe_dump({
         "server": server.url,
         "certificateAuthorityData": base64.b64encode(server.ca_pem).decode(),
-        "token": server.agent_token, "namespace": NS, "lcmMachine": node, "nodeName": node}))
+        "token": token, "namespace": NS, "lcmMachine": node, "nodeName": node}))
     log_path = base / "agent.log"
     args = [sys.executable, "-m", "racksmith.cli.main", "agent", "--config", str(config),
             "--root", str(root), "--emulated"]
@@ -378,6 +391,8 @@ async def setup_objects(client: ApiClient, nodes: list[str]) -> None:
         "volumeBindingMode": "WaitForFirstConsumer",
         "parameters": {"fsType": FS_TYPE, "mkfsOptions": json.dumps(MKFS_OPTIONS)}}
     await storage.create_storage_class(body)
+    await core.create_namespaced_service_account(NS, {
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "racksmith-agent"}})
     for node in nodes:
         node_body: Any = {"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
@@ -486,7 +501,8 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
             raise RuntimeError("controllers not ready after 30 s")
         await setup_objects(client, node_list)
         print(f"  [racksmith] starting {nodes} agents (emulated) ...", flush=True)
-        agents = [start_agent(server, node, workdir / node) for node in node_list]
+        agents = [start_agent(server, node, workdir / node, await agent_token(client, node))
+                  for node in node_list]
         await wait_agents_ready(client, agents, AGENT_START_TIMEOUT)
         out["agent_pids"] = [a.proc.pid for a in agents]
         watch = VolumeWatch(client)

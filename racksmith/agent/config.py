@@ -93,4 +93,6 @@ class AgentTiming:
     backoff_cap: float = 120.0
     kubelet_status: float = 10.0
     """Node status and Lease renewal period of the emulated kubelet."""
+    token_check: float = 3600.0
+    """How often the agent looks whether its token is due for renewal."""
     lease_duration: int = 40

@@ -38,6 +38,7 @@ from racksmith.agent.kube import AgentKube, api_client
 from racksmith.agent.kubelet import EmulatedKubelet
 from racksmith.agent.loop import Outcome, ReconcileLoop
 from racksmith.agent.storage import StorageContext, StorageLoop
+from racksmith.agent.token import TokenRenewer
 from racksmith.runtime.clock import Clock, SystemClock
 
 __all__ = ["AGENT_VERSION", "run_agent"]
@@ -104,8 +105,10 @@ async def run_agent(
                      node=config.node_name, emulated=emulated, root=str(host.root))
             storage = StorageLoop(kube, StorageContext.for_host(host, runner), config.node_name,
                                   clock, kube.volume_source(config.node_name, clock), timing)
+            renewer = TokenRenewer(client, config_path, config.token, clock, timing.token_check)
             tasks = [asyncio.create_task(loop.run(stop), name="racksmith-agent-loop"),
-                     asyncio.create_task(storage.run(stop), name="racksmith-agent-storage")]
+                     asyncio.create_task(storage.run(stop), name="racksmith-agent-storage"),
+                     asyncio.create_task(renewer.run(stop), name="racksmith-agent-token")]
             if kubelet is not None:
                 tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
                 tasks.append(asyncio.create_task(

@@ -58,6 +58,8 @@ class AuditRecord:
     user: str = ""
     uid: str = ""
     groups: tuple[str, ...] = ()
+    extra: dict[str, list[str]] | None = None
+    """kube's ``user.extra`` (a host agent's node and LCMMachine)."""
     source_ip: str = ""
     user_agent: str = ""
     query_keys: tuple[str, ...] = ()
@@ -76,6 +78,8 @@ class AuditRecord:
                    "stageTimestamp": _stamp(now)}
         if self.uid:
             ev["user"]["uid"] = self.uid
+        if self.extra:
+            ev["user"]["extra"] = self.extra
         if a.resource_request:
             ref: Obj = {"resource": a.resource, "apiGroup": a.api_group,
                         "apiVersion": a.api_version}

@@ -54,12 +54,13 @@ from racksmith.redact import register_secrets
 __all__ = [
     "ADMIN_GROUPS",
     "ADMIN_USER",
-    "AGENT_GROUPS",
     "AGENT_USER",
+    "HostIdentity",
     "Pki",
     "PkiError",
     "TokenFileError",
     "User",
+    "drop_user",
     "ensure_admin_token",
     "ensure_pki",
     "ensure_user_token",
@@ -71,9 +72,10 @@ log = logging.getLogger(__name__)
 
 ADMIN_USER = "racksmith-admin"
 ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
-#: The host agents' user (one token per installation; there is no RBAC yet).
+#: The host agents' shared user of earlier releases (removed from the token
+#: file at start; the name stays reserved). Agents now carry ServiceAccount
+#: tokens bound to their own LCMMachine (racksmith.apiserver.tokenauth).
 AGENT_USER = "racksmith-agent"
-AGENT_GROUPS: tuple[str, ...] = ("system:nodes",)
 TOKENS_FILE = "tokens.csv"
 PKI_DIR = "pki"
 
@@ -347,12 +349,36 @@ def _generate_ca(
 
 
 @dataclass(frozen=True)
+class HostIdentity:
+    """The host a credential belongs to: a ServiceAccount token bound to the
+    host's LCMMachine (see :mod:`racksmith.apiserver.rbac.hostrestriction`).
+    The host's Node has the LCMMachine's name."""
+
+    namespace: str
+    lcm_machine: str
+    uid: str
+
+    @property
+    def node(self) -> str:
+        return self.lcm_machine
+
+    def extra(self) -> dict[str, list[str]]:
+        """kube's ``user.extra`` for this binding (as for pod-bound tokens)."""
+        return {"authentication.kubernetes.io/node-name": [self.node],
+                "authentication.racksmith.io/lcmmachine-name": [self.lcm_machine],
+                "authentication.racksmith.io/lcmmachine-uid": [self.uid]}
+
+
+@dataclass(frozen=True)
 class User:
-    """An authenticated user: name, uid and groups, as in kube's ``user.Info``."""
+    """An authenticated user: name, uid and groups, as in kube's ``user.Info``;
+    ``host``: the host a host agent's credential is bound to."""
 
     name: str
     uid: str
     groups: tuple[str, ...] = ()
+    host: HostIdentity | None = None
+    credential_id: str = ""
 
 
 def load_tokens(path: Path) -> dict[str, User]:
@@ -439,6 +465,20 @@ def ensure_user_token(data_dir: Path, name: str, groups: tuple[str, ...]) -> str
     _atomic_write(path, (existing + _token_line(token, user)).encode("utf-8"))
     log.info("created the %s token in %s", name, path)
     return token
+
+
+def drop_user(data_dir: Path, name: str) -> bool:
+    """Remove every line of user ``name`` from ``data_dir/tokens.csv``; False
+    when it had none."""
+    path = data_dir / TOKENS_FILE
+    if not path.exists():
+        return False
+    users = load_tokens(path)
+    if not any(u.name == name for u in users.values()):
+        return False
+    write_tokens(path, {t: u for t, u in users.items() if u.name != name})
+    log.info("removed the %s token from %s", name, path)
+    return True
 
 
 # --------------------------------------------------------------------------- kubeconfig

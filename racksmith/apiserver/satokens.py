@@ -18,6 +18,20 @@ the ServiceAccount revokes its tokens). The user is
 
 ``expirationSeconds`` defaults to 3600 and must be at least 600 (422
 otherwise, as kube-apiserver); longer requests are capped at 48 hours.
+
+Bound tokens (``spec.boundObjectRef``, kube's bound ServiceAccount tokens):
+a token bound to an object of the ServiceAccount's namespace — a Pod, a
+Secret, or an LCMMachine (Racksmith's host agents: see
+:mod:`racksmith.apiserver.rbac.hostrestriction`) — names it in its
+``kubernetes.io`` claim (``{"lcmmachine": {"name", "uid"}}``) and is valid
+only while that object exists with that uid: deleting the object revokes the
+token. Because deletion revokes them, bound tokens may last up to a year
+(kube-apiserver's extended bound-token lifetime); an unbound one, 48 hours.
+Every token carries a ``jti``, logged as its credential id.
+
+Verified signatures are remembered (an LRU of ``VERIFIED_CACHE`` tokens), so
+a client that sends the same token on every request pays for the ECDSA
+check once; the time window is checked on every request.
 """
 
 from __future__ import annotations
@@ -25,6 +39,8 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +65,48 @@ SA_PREFIX = "system:serviceaccount:"
 DEFAULT_SECONDS = 3600
 MIN_SECONDS = 600
 MAX_SECONDS = 48 * 3600
+MAX_BOUND_SECONDS = 365 * 24 * 3600
+"""The longest life of a token bound to an object (its deletion revokes it)."""
 KEY_FILE = "sa.key"
+VERIFIED_CACHE = 4096
+
+
+@dataclass(frozen=True)
+class BoundKind:
+    """A kind a token may be bound to: its apiVersion, resource and claim key."""
+
+    kind: str
+    api_version: str
+    plural: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0] if "/" in self.api_version else ""
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    @property
+    def claim(self) -> str:
+        return self.kind.lower()
+
+
+BOUND_KINDS: dict[str, BoundKind] = {k.kind: k for k in (
+    BoundKind("Pod", "v1", "pods"),
+    BoundKind("Secret", "v1", "secrets"),
+    BoundKind("LCMMachine", "lcm.racksmith.io/v1alpha1", "lcmmachines"),
+)}
+"""What ``spec.boundObjectRef.kind`` may name (objects of the ServiceAccount's namespace)."""
+
+
+@dataclass(frozen=True)
+class BoundRef:
+    """The object a token is bound to (in the ServiceAccount's namespace)."""
+
+    kind: BoundKind
+    name: str
+    uid: str
 
 
 def _b64(data: bytes) -> str:
@@ -67,6 +124,8 @@ class Claims:
     namespace: str
     name: str
     uid: str
+    bound: BoundRef | None = None
+    credential_id: str = ""
 
     @property
     def username(self) -> str:
@@ -93,14 +152,17 @@ class TokenIssuer:
                                                   serialization.PrivateFormat.PKCS8,
                                                   serialization.NoEncryption()))
         self._key = key
+        self._verified: OrderedDict[str, dict[str, Any]] = OrderedDict()
 
     @staticmethod
     def looks_like_jwt(token: str) -> bool:
         return token.count(".") == 2
 
     def issue(self, namespace: str, name: str, uid: str, spec: Mapping[str, Any],
-              now: float | None = None) -> tuple[str, int, int]:
-        """A token for ServiceAccount ``namespace/name`` per a TokenRequest's ``spec``;
+              now: float | None = None, bound: BoundRef | None = None
+              ) -> tuple[str, int, int]:
+        """A token for ServiceAccount ``namespace/name`` per a TokenRequest's ``spec``
+        (``bound``: the object it is bound to, already checked to exist);
         returns (token, expiry as Unix seconds, lifetime in seconds). Raises a 422
         ApiError for a bad spec."""
         seconds = spec.get("expirationSeconds")
@@ -118,12 +180,15 @@ class TokenIssuer:
             raise errors.invalid("TokenRequest", name, causes, group="authentication.k8s.io")
         assert isinstance(seconds, int) and isinstance(audiences, list)
         issued = int(now if now is not None else time.time())
-        expiry = issued + min(seconds, MAX_SECONDS)
+        expiry = issued + min(seconds, MAX_BOUND_SECONDS if bound is not None else MAX_SECONDS)
         header = {"alg": "ES256", "typ": "JWT", "kid": "racksmith-sa"}
+        k8s: dict[str, Any] = {"namespace": namespace,
+                               "serviceaccount": {"name": name, "uid": uid}}
+        if bound is not None:
+            k8s[bound.kind.claim] = {"name": bound.name, "uid": bound.uid}
         claims = {"iss": ISSUER, "sub": f"{SA_PREFIX}{namespace}:{name}", "aud": audiences,
-                  "iat": issued, "nbf": issued, "exp": expiry,
-                  "kubernetes.io": {"namespace": namespace,
-                                    "serviceaccount": {"name": name, "uid": uid}}}
+                  "iat": issued, "nbf": issued, "exp": expiry, "jti": str(uuid.uuid4()),
+                  "kubernetes.io": k8s}
         signing_input = (_b64(json.dumps(header, separators=(",", ":")).encode()) + "." +
                          _b64(json.dumps(claims, separators=(",", ":")).encode()))
         der = self._key.sign(signing_input.encode("ascii"), ec.ECDSA(hashes.SHA256()))
@@ -135,6 +200,38 @@ class TokenIssuer:
     def verify(self, token: str, now: float | None = None,
                audience: str = API_AUDIENCE) -> Claims | None:
         """The token's ServiceAccount if the token is ours, current and for us."""
+        claims = self._verified.get(token)
+        if claims is not None:
+            self._verified.move_to_end(token)
+        else:
+            claims = self._signed_claims(token)
+            if claims is None:
+                return None
+            self._verified[token] = claims
+            if len(self._verified) > VERIFIED_CACHE:
+                self._verified.popitem(last=False)
+        t = now if now is not None else time.time()
+        exp, nbf = claims.get("exp"), claims.get("nbf")
+        if not isinstance(exp, int) or not isinstance(nbf, int) or not nbf <= t < exp:
+            return None
+        aud = claims.get("aud")
+        if not isinstance(aud, Sequence) or audience not in aud:
+            return None
+        k8s = claims.get("kubernetes.io") or {}
+        sa = k8s.get("serviceaccount") if isinstance(k8s, dict) else None
+        if not isinstance(sa, dict):
+            return None
+        bound: BoundRef | None = None
+        for kind in BOUND_KINDS.values():
+            ref = k8s.get(kind.claim)
+            if isinstance(ref, dict):
+                bound = BoundRef(kind, str(ref.get("name") or ""), str(ref.get("uid") or ""))
+                break
+        return Claims(str(k8s.get("namespace") or ""), str(sa.get("name") or ""),
+                      str(sa.get("uid") or ""), bound, str(claims.get("jti") or ""))
+
+    def _signed_claims(self, token: str) -> dict[str, Any] | None:
+        """The claims of ``token`` if the signature is ours and the issuer is us."""
         try:
             head, body, sig = token.split(".")
             raw = _unb64(sig)
@@ -149,16 +246,4 @@ class TokenIssuer:
             return None
         if not isinstance(claims, dict) or claims.get("iss") != ISSUER:
             return None
-        t = now if now is not None else time.time()
-        exp, nbf = claims.get("exp"), claims.get("nbf")
-        if not isinstance(exp, int) or not isinstance(nbf, int) or not nbf <= t < exp:
-            return None
-        aud = claims.get("aud")
-        if not isinstance(aud, Sequence) or audience not in aud:
-            return None
-        k8s = claims.get("kubernetes.io") or {}
-        sa = k8s.get("serviceaccount") if isinstance(k8s, dict) else None
-        if not isinstance(sa, dict):
-            return None
-        return Claims(str(k8s.get("namespace") or ""), str(sa.get("name") or ""),
-                      str(sa.get("uid") or ""))
+        return claims

@@ -35,12 +35,14 @@ from racksmith.apiserver.lifecycle import Lifecycle
 from racksmith.apiserver.rbac.admission import RbacAdmission
 from racksmith.apiserver.rbac.authorizer import Authorizer, Subject
 from racksmith.apiserver.rbac.bootstrap import AUTOUPDATE, bootstrap_objects
+from racksmith.apiserver.rbac.hostrestriction import HostRestriction
 from racksmith.apiserver.rbac.rules import RBAC_GROUP
 from racksmith.apiserver.registry import Registry, ResourceInfo
 from racksmith.apiserver.satokens import TokenIssuer
 from racksmith.apiserver.service import PATCH_APPLY, ListOptions, ResourceService, WriteOptions
 from racksmith.apiserver.store.base import Key
 from racksmith.apiserver.store.sqlite import SqliteStore
+from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 from racksmith.apiserver.users import TokenFile
 
 Obj = dict[str, Any]
@@ -90,8 +92,11 @@ class ApiServer:
         self._rbac_admission = RbacAdmission(self.authorizer)
         self.service.hooks.append(self._observe_rbac)
         self.service.admission.append(self._admit_rbac)
+        self.service.admission.append(self._admit_host)
+        self.host_restriction = HostRestriction(self._lookup)
+        self.sa_tokens: TokenIssuer | None = None
+        self.sa_auth: ServiceAccountAuthenticator | None = None
         self.token = ""
-        self.agent_token = ""
         self.audit: AuditLog | None = None
         self.ca_pem: bytes | None = None
         self.port = self.config.port
@@ -122,8 +127,13 @@ class ApiServer:
         # are written 0600 by pki and the store.
         filemodes.private_dir(self.data_dir)
         self.token = pki.ensure_admin_token(self.data_dir)
-        self.agent_token = pki.ensure_user_token(self.data_dir, pki.AGENT_USER, pki.AGENT_GROUPS)
+        # The one agent token every host shared in earlier releases: host
+        # agents now carry tokens bound to their own LCMMachine.
+        pki.drop_user(self.data_dir, pki.AGENT_USER)
         self.token_file = TokenFile(self.data_dir / pki.TOKENS_FILE)
+        self.sa_tokens = TokenIssuer(self.data_dir / pki.PKI_DIR)
+        self.sa_auth = ServiceAccountAuthenticator(self.sa_tokens, self.service, self.registry)
+        self.service.hooks.append(self.sa_auth.observe)
         self.audit = AuditLog(self.data_dir)
         tokens = self.token_file.current()
         ssl_context = None
@@ -152,7 +162,8 @@ class ApiServer:
             server_address=f"{self.config.host}:{self.port}", ready=self.ready,
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
             max_watches=self.config.max_watches, authorizer=self.authorizer,
-            audit=self.audit, sa_tokens=TokenIssuer(self.data_dir / pki.PKI_DIR)))
+            audit=self.audit, sa_tokens=self.sa_tokens, sa_auth=self.sa_auth,
+            host_restriction=self.host_restriction))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.
@@ -175,6 +186,44 @@ class ApiServer:
         if info.group == RBAC_GROUP:
             self._rbac_admission.check(info.plural, info.kind, namespace, obj, old,
                                        user if isinstance(user, Subject) else None)
+
+    def _admit_host(self, info: ResourceInfo, namespace: str, obj: Obj, old: Obj | None,
+                    user: object) -> None:
+        if isinstance(user, Subject) and user.host is not None:
+            refused = HostRestriction.admit(user.host, info.group, info.plural, namespace,
+                                            obj, old)
+            if refused is not None:
+                meta = obj.get("metadata") or {}
+                raise ApiError(403, "Forbidden", f'{info.group_resource} "{meta.get("name", "")}" '
+                               f'is forbidden: User "{user.name}" may not write it: {refused}',
+                               kind=info.plural, name=str(meta.get("name") or ""),
+                               group=info.group)
+
+    async def _lookup(self, group: str, plural: str, namespace: str, name: str) -> Obj | None:
+        """One object, for the host restriction (None: it does not exist)."""
+        for info in self.registry.all():
+            if info.group == group and info.plural == plural:
+                try:
+                    return await self.service.get(info, namespace, name)
+                except ApiError as exc:
+                    if exc.code != 404:
+                        raise
+                    return None
+        return None
+
+    async def issue_token(self, namespace: str, name: str, seconds: int) -> tuple[str, int]:
+        """A token for ServiceAccount ``namespace/name``, signed here (for the
+        composition root's own identities, as kube-controller-manager's are
+        provisioned at start): (token, expiry as Unix seconds). The
+        ServiceAccount must exist."""
+        assert self.sa_tokens is not None
+        info = self.registry.get("", "v1", "serviceaccounts")
+        assert info is not None
+        sa = await self.service.get(info, namespace, name)
+        token, expiry, _ = self.sa_tokens.issue(
+            namespace, name, str(sa["metadata"].get("uid") or ""),
+            {"expirationSeconds": seconds})
+        return token, expiry
 
     async def _load_rbac(self) -> None:
         """Index the stored RBAC objects, then put the built-in roles and

@@ -2,8 +2,10 @@
 
 Owns: building every part from :class:`Settings` and starting/stopping them
 in order — the embedded API server (with Racksmith's CRDs as bootstrap
-objects), a Kubernetes client for the controllers (through the kubeconfig,
-exactly as on a real cluster), the controllers (:func:`build_controllers`,
+objects), the controllers' identities (a ServiceAccount and ClusterRole each,
+from what each declares, and their clients: :mod:`racksmith.app.identities`;
+the controllers talk to the server over HTTPS exactly as on a real cluster,
+never as the administrator), the controllers (:func:`build_controllers`,
 with the waits of ``Settings.timings``) and their manager, ``--apply``
 manifests — plus readiness (``/readyz`` is 200 once the API and every
 controller run), ``/metrics`` and clean shutdown on SIGINT/SIGTERM. On
@@ -26,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from racksmith import console, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
 from racksmith.app.manifests import load_manifests
 from racksmith.app.progress import follow_clusters
 from racksmith.app.services import (
@@ -36,16 +39,17 @@ from racksmith.app.services import (
     ironic_settings,
 )
 from racksmith.app.settings import Settings
-from racksmith.controllers import ClusterOptions, all_controllers
+from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
 from racksmith.emulator.alertmanager import BuiltinAlertmanager
+from racksmith.emulator.workloads import ACCESS as WORKLOADS_ACCESS
 from racksmith.emulator.workloads import reference_workloads_controller
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
 from racksmith.kinds.metal import ChecksumType, Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
+from racksmith.runtime.access import Access
 from racksmith.runtime.controller import Controller
-from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
 
 log = logging.getLogger("racksmith")
@@ -56,25 +60,33 @@ AGENT_SECRET = ("racksmith-system", "racksmith-agent")
 Step = Callable[[str], None]
 
 
+#: What every controller ``racksmith up`` may run reads and writes, by name:
+#: the source of their ServiceAccounts and ClusterRoles (racksmith.app.identities).
+ACCESS: dict[str, Access] = {**CONTROLLER_ACCESS, "reference-workloads": WORKLOADS_ACCESS}
+
+
 def build_controllers(settings: Settings, client: Any, *, provisioner: Provisioner | None,
                       registry: CollectorRegistry, default_image: Image | None,
                       alertmanager_url: str | None, emulated: bool,
-                      on_step: Step = lambda _msg: None) -> list[Controller]:
+                      on_step: Step = lambda _msg: None,
+                      client_for: Callable[[str], Any] | None = None) -> list[Controller]:
     """Every controller ``racksmith up`` runs, built with ``settings`` (workers,
     timings): those of :func:`all_controllers` (the BareMetalHost controller
     when a ``provisioner`` is given) and, with emulated hosts and
-    ``settings.reference_workloads``, the reference workload controller."""
+    ``settings.reference_workloads``, the reference workload controller.
+    ``client_for``: each controller's own client, by name (None: ``client``)."""
     controllers = all_controllers(client, workers=settings.controller_workers,
                                   provisioner=provisioner, registry=registry,
                                   ipam=True, cluster=ClusterOptions(
                                       default_image=default_image,
                                       agent_secret=AGENT_SECRET,
                                       alertmanager_url=alertmanager_url),
-                                  timings=settings.timings.controllers)
+                                  timings=settings.timings.controllers, client_for=client_for)
     if emulated and settings.reference_workloads:
         on_step("reference workload controller: namespace racksmith-workloads")
         controllers.append(reference_workloads_controller(
-            client, timings=settings.timings.reference_workloads))
+            client_for("reference-workloads") if client_for is not None else client,
+            timings=settings.timings.reference_workloads))
     return controllers
 
 
@@ -87,7 +99,7 @@ class Racksmith:
     on_step: Step = lambda _msg: None
     server: ApiServer | None = None
     manager: Manager | None = None
-    _client: Any = None
+    identities: Identities | None = None
     ironic: IronicProcess | None = None
     emulator: EmulatorService | None = None
     _http: StaticHTTP | None = None
@@ -155,16 +167,19 @@ class Racksmith:
                 await self._apply_manifest(obj)
         if self.with_controllers:
             self.on_step("starting controllers")
-            self._client = await api_client_from_kubeconfig(self.server.kubeconfig_path)
+            self.identities = await self._start_identities()
+            manager_client = self.identities.manager
             registry = CollectorRegistry()
             await self._start_alert_source()
             controllers = build_controllers(
-                s, self._client, provisioner=self.provisioner, registry=registry,
+                s, manager_client, provisioner=self.provisioner, registry=registry,
                 default_image=self._default_image(), alertmanager_url=self.alertmanager_url,
-                emulated=self.emulator is not None, on_step=self.on_step)
-            self.manager = Manager(self._client, controllers,
+                emulated=self.emulator is not None, on_step=self.on_step,
+                client_for=self.identities.client_for)
+            self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
-                                   lease_namespace="kube-system", registry=registry)
+                                   lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
+                                   registry=registry)
             self._manager_task = asyncio.create_task(self.manager.run(), name="manager")
             for _ in range(600):
                 if self.manager.ready or self._manager_task.done():
@@ -173,20 +188,31 @@ class Racksmith:
             if self._manager_task.done():
                 self._manager_task.result()
             self._progress_task = asyncio.create_task(
-                follow_clusters(self._client, self.on_step), name="cluster-progress")
+                follow_clusters(manager_client, self.on_step), name="cluster-progress")
         self.on_step("ready")
+
+    async def _start_identities(self) -> Identities:
+        """Every controller's ServiceAccount and ClusterRole (put back as
+        declared at every start), then their clients (racksmith.app.identities)."""
+        assert self.server is not None
+        for obj in identity_objects(ACCESS):
+            await self.server.apply(obj, manager="racksmith")
+        ca_file = None if self.settings.insecure_http else \
+            self.settings.data_dir / "pki" / "ca.crt"
+        identities = Identities(self.server.url, ca_file, self.server.issue_token, list(ACCESS))
+        await identities.start()
+        return identities
 
     async def _publish_agent_config(self) -> None:
         """The Secret the Machine controller builds host agents' user data from:
-        this API server's URL, its CA and the agent token (see
-        docs/design/cluster-contracts.md). Re-applied on every start, since the
-        URL or CA may change."""
+        this API server's URL and its CA (see docs/design/cluster-contracts.md;
+        each host's token is its own, requested by the Machine controller).
+        Re-applied on every start, since the URL or CA may change."""
         assert self.server is not None
         namespace, name = AGENT_SECRET
         await self.server.apply({"apiVersion": "v1", "kind": "Namespace",
                                  "metadata": {"name": namespace}}, manager="racksmith")
-        data = {"server": self.server.url, "token": self.server.agent_token,
-                "ca.crt": (self.server.ca_pem or b"").decode("ascii")}
+        data = {"server": self.server.url, "ca.crt": (self.server.ca_pem or b"").decode("ascii")}
         await self.server.apply({
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": name, "namespace": namespace,
@@ -276,8 +302,8 @@ class Racksmith:
         if self._manager_task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._manager_task, 30)
-        if self._client is not None:
-            await self._client.close()
+        if self.identities is not None:
+            await self.identities.close()
         if self.alertmanager is not None:
             await self.alertmanager.stop()
         if self._ironic_client is not None:

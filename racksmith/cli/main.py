@@ -20,8 +20,9 @@ import typer
 from rich.console import Console
 
 from racksmith import __version__
+from racksmith.app.identities import identity_objects
 from racksmith.app.logs import configure_logging
-from racksmith.app.runner import Racksmith
+from racksmith.app.runner import ACCESS, Racksmith
 from racksmith.app.services import StartupError
 from racksmith.app.settings import Settings, Timings, default_data_dir
 from racksmith.app.timings_file import TimingsError, load_timings
@@ -350,6 +351,13 @@ def audit(
 def crds() -> None:
     """Print every CRD manifest (a YAML stream) for use on a real cluster."""
     sys.stdout.write(render_yaml(all_crds()))
+
+
+@app.command()
+def rbac() -> None:
+    """Print the controllers' ServiceAccounts, ClusterRoles and bindings (a
+    YAML stream): what each controller may read and write, for a real cluster."""
+    sys.stdout.write(render_yaml(identity_objects(ACCESS)))
 
 
 @app.command()

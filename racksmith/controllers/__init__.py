@@ -14,10 +14,17 @@ maintenance package's ``NodeMaintenance``). So is the process's one
 ``EventRecorder`` (``racksmith.runtime.events``): every controller, and the
 node flow, records its core v1 Events through it under its own component,
 sharing its repeat cache.
+
+Identities: every controller declares what it reads and writes (``ACCESS``,
+next to it; :data:`CONTROLLER_ACCESS` gathers them by controller name, the
+update controller's with the node flow's it is given). With ``client_for``
+each controller is built on its own client (its own ServiceAccount, see
+``racksmith.app.identities``), and writes its Events through it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -25,29 +32,55 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
+from racksmith.controllers.baremetalhost.controller import ACCESS as BAREMETALHOST_ACCESS
 from racksmith.controllers.cluster import cluster_controller
+from racksmith.controllers.cluster.controller import ACCESS as CLUSTER_ACCESS
 from racksmith.controllers.ipam import subnet_controller
+from racksmith.controllers.ipam.subnet import ACCESS as SUBNET_ACCESS
 from racksmith.controllers.ipamhost import (
     IpamHostTimings,
     ipamhost_controller,
     l2template_controller,
 )
+from racksmith.controllers.ipamhost.host import ACCESS as IPAMHOST_ACCESS
+from racksmith.controllers.ipamhost.template import ACCESS as L2TEMPLATE_ACCESS
 from racksmith.controllers.machine import MachineTimings, machine_controller
+from racksmith.controllers.machine.controller import ACCESS as MACHINE_ACCESS
 from racksmith.controllers.maintenance import (
     GracefulRebootTimings,
     NodeMaintenance,
     graceful_reboot_controller,
 )
+from racksmith.controllers.maintenance.flow import ACCESS as NODE_FLOW_ACCESS
+from racksmith.controllers.maintenance.reboot import ACCESS as GRACEFUL_REBOOT_ACCESS
 from racksmith.controllers.update import AlertmanagerSource, UpdateTimings, update_controller
+from racksmith.controllers.update.controller import ACCESS as UPDATE_ACCESS
 from racksmith.controllers.volume import (
     VolumeTimings,
     claim_binder_controller,
     volume_controller,
 )
+from racksmith.controllers.volume.binder import ACCESS as CLAIM_BINDER_ACCESS
+from racksmith.controllers.volume.controller import ACCESS as VOLUME_ACCESS
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
+from racksmith.runtime.access import Access
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
+
+CONTROLLER_ACCESS: dict[str, Access] = {
+    "baremetalhost": BAREMETALHOST_ACCESS,
+    "subnet": SUBNET_ACCESS,
+    "ipamhost": IPAMHOST_ACCESS,
+    "l2template": L2TEMPLATE_ACCESS,
+    "machine": MACHINE_ACCESS,
+    "cluster": CLUSTER_ACCESS,
+    "volume": VOLUME_ACCESS,
+    "claim-binder": CLAIM_BINDER_ACCESS,
+    "update": UPDATE_ACCESS + NODE_FLOW_ACCESS,
+    "graceful-reboot": GRACEFUL_REBOOT_ACCESS,
+}
+"""What each controller of :func:`all_controllers` reads and writes, by its name."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +135,7 @@ def all_controllers(
     cluster: ClusterOptions | None = None,
     timings: ControllerTimings | None = None,
     recorder: EventRecorder | None = None,
+    client_for: Callable[[str], Any] | None = None,
 ) -> list[Controller]:
     """Every controller of this release: the BareMetalHost controller when a
     ``provisioner`` (the backend that drives servers) is given, the IPAM
@@ -111,36 +145,43 @@ def all_controllers(
     reboot controller) when ``cluster`` is given. ``registry`` receives
     the controllers' own metrics (pass the manager's). ``timings``: every
     controller's waits (None: the defaults). ``recorder``: where every
-    controller records its Events (None: one over ``api_client``)."""
+    controller records its Events (None: one over ``api_client``).
+    ``client_for``: the client of the controller of that name
+    (:data:`CONTROLLER_ACCESS`), None: ``api_client`` for every one."""
     t = timings if timings is not None else ControllerTimings()
     events = recorder if recorder is not None else EventRecorder(api_client, "racksmith")
+
+    def c(name: str) -> Any:
+        return client_for(name) if client_for is not None else api_client
+
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
-            baremetalhost_controller(api_client, provisioner, workers=workers, registry=registry,
-                                     settings=t.baremetalhost, recorder=events)
+            baremetalhost_controller(c("baremetalhost"), provisioner, workers=workers,
+                                     registry=registry, settings=t.baremetalhost,
+                                     recorder=events)
         )
     if ipam or cluster is not None:
-        controllers.append(subnet_controller(api_client, workers=min(workers, 2),
+        controllers.append(subnet_controller(c("subnet"), workers=min(workers, 2),
                                              recorder=events))
     if cluster is not None:
         controllers.extend([
-            ipamhost_controller(api_client, workers=min(workers, 2), timings=t.ipamhost,
+            ipamhost_controller(c("ipamhost"), workers=min(workers, 2), timings=t.ipamhost,
                                 recorder=events),
-            l2template_controller(api_client, workers=1, recorder=events),
-            machine_controller(api_client, default_image=cluster.default_image,
+            l2template_controller(c("l2template"), workers=1, recorder=events),
+            machine_controller(c("machine"), default_image=cluster.default_image,
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
                                timings=t.machine, recorder=events),
-            cluster_controller(api_client, workers=1, recorder=events),
-            volume_controller(api_client, workers=min(workers, 2), timings=t.volume,
+            cluster_controller(c("cluster"), workers=1, recorder=events),
+            volume_controller(c("volume"), workers=min(workers, 2), timings=t.volume,
                               recorder=events),
-            claim_binder_controller(api_client, workers=1),
-            update_controller(api_client, workers=1,
+            claim_binder_controller(c("claim-binder"), workers=1),
+            update_controller(c("update"), workers=1,
                               node_flow=partial(NodeMaintenance, recorder=events),
                               alert_source=(AlertmanagerSource(cluster.alertmanager_url)
                                             if cluster.alertmanager_url else None),
                               timings=t.update, recorder=events),
-            graceful_reboot_controller(api_client, workers=1, timings=t.graceful_reboot,
-                                       recorder=events),
+            graceful_reboot_controller(c("graceful-reboot"), workers=1,
+                                       timings=t.graceful_reboot, recorder=events),
         ])
     return controllers

@@ -68,6 +68,7 @@ from racksmith.emulator.workloads_plan import (
     lock_name,
     plan,
 )
+from racksmith.runtime.access import reads, watches, writes
 from racksmith.runtime.client import as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -91,6 +92,15 @@ NAMESPACE = "racksmith-workloads"
 CONFIG_MAP = "reference"
 PDB_NAME = "instances"
 FIELD_MANAGER = "racksmith-reference-workloads"
+ACCESS = (watches(NODES, NMRS, CMRS, CLUSTER_LOCKS, NODE_LOCKS, PODS, CONFIG_MAPS)
+          + reads(NAMESPACES, PDBS)
+          + writes(CLUSTER_LOCKS, "create") + writes(CLUSTER_LOCKS, "update", subresource="status")
+          + writes(NODE_LOCKS, "create", "delete")
+          + writes(NODE_LOCKS, "update", subresource="status")
+          + writes(PODS, "create", "delete") + writes(NAMESPACES, "create")
+          + writes(CONFIG_MAPS, "create") + writes(PDBS, "create"))
+"""What the reference workload controller reads and writes: its ClusterRole
+(``racksmith.app.identities``; it runs as ``reference-workloads-controller``)."""
 GROUP, VERSION = "lcm.racksmith.io", "v1alpha1"
 KEY = ObjectKey(NAMESPACE, CONTROLLER_NAME)
 IMAGE = "registry.racksmith.io/reference-workload:1.0"

@@ -38,6 +38,19 @@ Writes
 the same ApiClient share informers); ``with_field_manager`` a view that
 writes under another field manager, over the same informers.
 
+Identities
+    A Client may read from informers that list and watch under another
+    identity than its own (``informers`` of another ApiClient: the process's
+    shared informers, as kube-controller-manager's run under its own
+    identity while each controller writes with its ServiceAccount's). With
+    ``verify_cached_reads`` the Client then answers a read from them only
+    if its own identity may list and watch that resource there, asked once
+    per resource and namespace with a SelfSubjectAccessReview
+    (:class:`CacheAccess`); otherwise the read raises ``Forbidden``, as a
+    read of its own would. A source's check runs when the source starts
+    (with those of every resource indexed through the Client so far), so a
+    controller whose ClusterRole lacks a rule never becomes ready.
+
 The only other module of the runtime that speaks HTTP is the informer; no
 module outside ``racksmith.runtime`` handles ``ApiException``.
 """
@@ -45,15 +58,16 @@ module outside ``racksmith.runtime`` handles ``ApiException``.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient
 
+from racksmith.redact import register_secret
 from racksmith.runtime.clock import Clock
-from racksmith.runtime.errors import ApiError, NotFound, TooManyRequests, error_from
+from racksmith.runtime.errors import ApiError, Forbidden, NotFound, TooManyRequests, error_from
 from racksmith.runtime.informer import (
     IndexFunc,
     InformerSource,
@@ -63,7 +77,7 @@ from racksmith.runtime.informer import (
 )
 from racksmith.runtime.keys import Mapper, ObjectKey, self_keys
 from racksmith.runtime.resource import Resource
-from racksmith.runtime.resources import PODS
+from racksmith.runtime.resources import PODS, SERVICE_ACCOUNTS
 
 Obj = dict[str, Any]
 Objs = list[Obj]
@@ -112,46 +126,129 @@ class Informers:
         return list(self._informers.values())
 
 
+class CacheAccess:
+    """May a Client's identity list and watch what it reads from informers
+    that run under another identity? Asked with SelfSubjectAccessReviews,
+    once per (resource, namespace); see the module doc."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._allowed: dict[tuple[Resource, str], bool] = {}
+        """Answers that allowed (a refusal is not remembered)."""
+        self._noted: dict[tuple[Resource, str], None] = {}
+
+    def note(self, resource: Resource, namespace: str | None) -> None:
+        """Check ``resource`` at the next :meth:`require_noted`."""
+        self._noted.setdefault((resource, namespace or ""))
+
+    def known_allowed(self, resource: Resource, namespace: str | None) -> bool:
+        return self._allowed.get((resource, ""), False) or \
+            self._allowed.get((resource, namespace or ""), False)
+
+    async def require_noted(self) -> None:
+        for resource, namespace in list(self._noted):
+            await self.require(resource, namespace)
+
+    async def require(self, resource: Resource, namespace: str | None) -> None:
+        """Raise ``Forbidden`` unless the identity may list and watch ``resource``
+        in ``namespace`` (None: across namespaces)."""
+        if self.known_allowed(resource, namespace):
+            return
+        allowed = all([await self._review(resource, namespace or "", verb)
+                       for verb in ("list", "watch")])
+        if allowed:  # a refusal is asked again next time (a role may be fixed meanwhile)
+            self._allowed[(resource, namespace or "")] = True
+        else:
+            where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            raise Forbidden(403, "Forbidden", f"{resource} is forbidden: this identity cannot "
+                            f'list and watch resource "{resource.plural}" in API group '
+                            f'"{resource.group}" {where} (a read from the shared cache; '
+                            "its ClusterRole needs the rule)")
+
+    async def _review(self, resource: Resource, namespace: str, verb: str) -> bool:
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                "spec": {"resourceAttributes": {"group": resource.group,
+                                                "resource": resource.plural,
+                                                "verb": verb, "namespace": namespace}}}
+        out = await self._client._call(
+            "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body)
+        return bool((out.get("status") or {}).get("allowed"))
+
+
 class Client:
     """Reads from the shared informers, writes to the API; see the module doc."""
 
     def __init__(self, api_client: ApiClient, *, field_manager: str = "racksmith",
-                 informers: Informers | None = None, clock: Clock | None = None) -> None:
+                 informers: Informers | None = None, clock: Clock | None = None,
+                 verify_cached_reads: bool = False, access: CacheAccess | None = None,
+                 own_informers: tuple[frozenset[Resource], Informers] | None = None
+                 ) -> None:
         self.api_client = api_client
         self.field_manager = field_manager
         self.informers = informers if informers is not None else Informers(api_client, clock)
+        self.access = access if access is not None else (
+            CacheAccess(self) if verify_cached_reads else None)
+        self._own = own_informers
+
+    def with_private(self, resources: frozenset[Resource]) -> Client:
+        """This Client, with ``resources`` read through informers of its own
+        (listing and watching under its own identity, never the shared ones):
+        what the process's identity must not read, Secrets above all."""
+        return Client(self.api_client, field_manager=self.field_manager,
+                      informers=self.informers, access=self.access,
+                      own_informers=(resources, Informers(self.api_client,
+                                                          self.informers.clock)))
 
     def with_field_manager(self, field_manager: str) -> Client:
-        """The same informers, writing as ``field_manager``."""
-        return Client(self.api_client, field_manager=field_manager, informers=self.informers)
+        """The same informers (and identity), writing as ``field_manager``."""
+        return Client(self.api_client, field_manager=field_manager, informers=self.informers,
+                      access=self.access, own_informers=self._own)
+
+    def _inf(self, resource: Resource) -> Informers:
+        """The informers that serve ``resource`` to this Client."""
+        own = self._own
+        return own[1] if own is not None and resource in own[0] else self.informers
 
     # --- informers and sources ---------------------------------------------------
 
     def informer(self, resource: Resource, namespace: str | None = None) -> SharedInformer:
-        """The shared informer of ``resource`` in ``namespace`` (None: all)."""
-        return self.informers.get(resource, namespace)
+        """The shared informer of ``resource`` in ``namespace`` (None: all); the
+        caller reads it directly, so with ``verify_cached_reads`` the resource
+        is checked with the Client's sources."""
+        if self.access is not None:
+            self.access.note(resource, namespace)
+        return self._inf(resource).get(resource, namespace)
 
     def source(self, resource: Resource, *, namespace: str | None = None,
                mapper: Mapper = self_keys) -> InformerSource:
         """A controller source over the shared informer of ``resource``."""
-        return InformerSource(self.informers.get(resource, namespace), mapper)
+        access = self.access
+        if access is None:
+            return InformerSource(self._inf(resource).get(resource, namespace), mapper)
+        access.note(resource, namespace)
+        return InformerSource(self._inf(resource).get(resource, namespace), mapper,
+                              check=access.require_noted)
 
     def add_index(self, resource: Resource, name: str, func: IndexFunc,
                   namespace: str | None = None) -> None:
         """Index the shared informer of ``resource`` (idempotent per name)."""
-        self.informers.get(resource, namespace).add_index(name, func)
+        if self.access is not None:
+            self.access.note(resource, namespace)
+        self._inf(resource).get(resource, namespace).add_index(name, func)
 
     def cached(self, resource: Resource, namespace: str | None = None) -> bool:
         """Reads of ``resource`` in ``namespace`` are answered from a cache."""
-        return self.informers.serving(resource, namespace) is not None
+        return self._inf(resource).serving(resource, namespace) is not None
 
     # --- reads -------------------------------------------------------------------
 
     async def get(self, resource: Resource, namespace: str | None, name: str, *,
                   live: bool = False) -> Obj | None:
         """The object, or None when it does not exist; see the module doc."""
-        informer = None if live else self.informers.serving(resource, namespace)
+        informer = None if live else self._inf(resource).serving(resource, namespace)
         if informer is not None:
+            if self.access is not None:
+                await self.access.require(resource, namespace)
             found = informer.get(ObjectKey(namespace or "", name))
             return _copy(found) if found is not None else None
         try:
@@ -166,9 +263,11 @@ class Client:
         """Objects of ``namespace`` (None: all) matching the selectors
         (``copy=False``: the cached objects, not to be modified)."""
         selector = _parse_labels(labels)
-        informer = None if live else self.informers.serving(resource, namespace)
+        informer = None if live else self._inf(resource).serving(resource, namespace)
         if informer is not None and selector is not None and all(
                 informer.has_index(field_index_name(f)) for f in fields or {}):
+            if self.access is not None:
+                await self.access.require(resource, namespace)
             if fields:
                 (path, value), *rest = fields.items()
                 found = informer.by_index(field_index_name(path), value, namespace)
@@ -184,8 +283,10 @@ class Client:
         """Objects whose index ``index`` (added with ``add_index``) holds
         ``value``: from the cache when it serves, else a live list filtered
         by the same index function."""
-        informer = None if live else self.informers.serving(resource, namespace, index)
+        informer = None if live else self._inf(resource).serving(resource, namespace, index)
         if informer is not None and informer.has_index(index):
+            if self.access is not None:
+                await self.access.require(resource, namespace)
             return [_copy(o) for o in informer.by_index(index, value, namespace)]
         func = self._index_func(resource, namespace, index)
         return [o for o in await self._list_live(resource, namespace, None, None)
@@ -195,14 +296,16 @@ class Client:
                 namespace: str | None = None) -> Objs:
         """``by_index`` from the cache only, synchronously, for mappers: the
         stored objects themselves (do not modify them); [] when no cache serves."""
-        informer = self.informers.serving(resource, namespace, index)
+        informer = self._inf(resource).serving(resource, namespace, index)
         if informer is None or not informer.has_index(index):
             return []
+        if self.access is not None and not self.access.known_allowed(resource, namespace):
+            return []  # not (yet) known to be allowed: the source's check says why
         return informer.by_index(index, value, namespace)
 
     def _index_func(self, resource: Resource, namespace: str | None, index: str) -> IndexFunc:
         for scope in (namespace or None, None):
-            informer = self.informers.get(resource, scope)
+            informer = self._inf(resource).get(resource, scope)
             func = informer.index_func(index)
             if func is not None:
                 return func
@@ -269,6 +372,29 @@ class Client:
             return False
         return True
 
+    async def request_token(self, namespace: str, service_account: str, *,
+                            seconds: int | None = None, audiences: Sequence[str] | None = None,
+                            bound: Mapping[str, str] | None = None) -> str:
+        """A token for ServiceAccount ``namespace/service_account`` from the
+        TokenRequest API (``bound``: the ``boundObjectRef``); raises
+        ``NotFound`` when the ServiceAccount (or the bound object) is missing.
+        The token is registered with the log redaction before it is returned."""
+        spec: Obj = {}
+        if seconds is not None:
+            spec["expirationSeconds"] = seconds
+        if audiences:
+            spec["audiences"] = list(audiences)
+        if bound is not None:
+            spec["boundObjectRef"] = dict(bound)
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        out = await self._call("POST", _object_path(SERVICE_ACCOUNTS, namespace,
+                                                    service_account) + "/token", body=body)
+        token = str((out.get("status") or {}).get("token") or "")
+        if not token:
+            raise ApiError(200, "", "the TokenRequest answer holds no token")
+        register_secret(token)
+        return token
+
     async def evict(self, namespace: str, name: str) -> TooManyRequests | None:
         """Evict a pod: None when evicted (or already gone); the refusal (429,
         a disruption budget says no) otherwise."""
@@ -295,8 +421,9 @@ class Client:
     def _offer(self, resource: Resource, obj: Obj) -> None:
         if not isinstance(obj.get("metadata"), dict):
             return
-        for informer in {self.informers.serving(resource, _meta(obj).get("namespace") or None),
-                         self.informers.serving(resource, None)}:
+        informers = self._inf(resource)
+        for informer in {informers.serving(resource, _meta(obj).get("namespace") or None),
+                         informers.serving(resource, None)}:
             if informer is not None and newer(obj, informer.get(_key(obj))):
                 informer.offer(obj)
 
@@ -434,4 +561,4 @@ def _labels_match(obj: Mapping[str, Any], selector: Selector) -> bool:
     return True
 
 
-__all__ = ["PODS", "Client", "Informers", "PatchType", "as_client"]
+__all__ = ["PODS", "CacheAccess", "Client", "Informers", "PatchType", "as_client"]

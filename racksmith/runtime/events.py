@@ -234,13 +234,18 @@ class EventRecorder:
             cache_size, window)
         self.component = component
         self.instance = instance or f"{component}-{socket.gethostname()}"
+        self._sink: EventSink = self._shared.sink
 
-    def for_component(self, component: str, *, instance: str | None = None) -> EventRecorder:
-        """A recorder for ``component`` sharing this one's sink, clock and repeat cache."""
+    def for_component(self, component: str, *, instance: str | None = None,
+                      client: Any = None) -> EventRecorder:
+        """A recorder for ``component`` sharing this one's clock and repeat
+        cache, and its sink unless ``client`` is given: then the component's
+        Events are written through that client (its own identity)."""
         other = EventRecorder.__new__(EventRecorder)
         other._shared = self._shared
         other.component = component
         other.instance = instance or f"{component}-{socket.gethostname()}"
+        other._sink = KubeEventSink(client) if client is not None else self._sink
         return other
 
     @property
@@ -285,7 +290,7 @@ class EventRecorder:
         seen = shared.cache.get(key)
         if seen is not None and now - seen.seen <= shared.window:
             try:
-                await shared.sink.patch(seen.namespace, seen.name,
+                await self._sink.patch(seen.namespace, seen.name,
                                         {"count": seen.count + 1, "lastTimestamp": stamp})
             except EventGone:
                 shared.cache.pop(key, None)
@@ -299,7 +304,7 @@ class EventRecorder:
             name = shared.name(ref["name"], wall)
             body = self._body(name, namespace, ref, type, reason, text, stamp)
             try:
-                await shared.sink.create(namespace, body)
+                await self._sink.create(namespace, body)
             except NameTaken:
                 if attempt == _NAME_ATTEMPTS - 1:
                     raise

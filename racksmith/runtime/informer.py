@@ -34,7 +34,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+)
 from typing import Any
 
 import aiohttp
@@ -497,10 +504,12 @@ class SharedInformer:
 class InformerSource:
     """A controller source over a shared informer; see the module doc."""
 
-    def __init__(self, informer: SharedInformer, mapper: Mapper = self_keys) -> None:
+    def __init__(self, informer: SharedInformer, mapper: Mapper = self_keys,
+                 check: Callable[[], Awaitable[None]] | None = None) -> None:
         self.informer = informer
         self.resource = informer.resource
         self._mapper = mapper
+        self._check = check
         self._synced = False
 
     @property
@@ -535,6 +544,10 @@ class InformerSource:
             pending.append(None)
             wake.set()
 
+        if self._check is not None:
+            # May the reading component list and watch this itself? (The
+            # informer lists and watches as the process; see Client.)
+            await self._check()
         self.informer.subscribe(handler, on_synced)
         self.informer.acquire()
         try:

@@ -39,6 +39,19 @@ def _register_credentials(client: ApiClient) -> None:
     register_secret(getattr(conf, "password", None))
 
 
+def api_client_with_token(server: str, token: str, ca_file: Path | None) -> ApiClient:
+    """An ``ApiClient`` for ``server`` with a bearer ``token`` (renewable: set
+    ``configuration.api_key["BearerToken"]``), trusting the CA in ``ca_file``
+    (None: the system's)."""
+    configuration = Configuration(host=server.rstrip("/"))
+    configuration.api_key = {"BearerToken": token}
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    if ca_file is not None:
+        configuration.ssl_ca_cert = str(ca_file)
+    register_secret(token)
+    return ApiClient(configuration=configuration)
+
+
 def api_client_in_cluster() -> ApiClient:
     """An ``ApiClient`` from the pod's service account (when run as a Deployment)."""
     configuration = Configuration()

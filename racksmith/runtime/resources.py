@@ -55,6 +55,7 @@ NODE_LOCKS = resource_of(maintenance.NodeWorkloadLock)
 # Kubernetes built-ins.
 NODES = Resource("", "v1", "nodes")
 SECRETS = Resource("", "v1", "secrets")
+SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts")
 PVS = Resource("", "v1", "persistentvolumes")
 PVCS = Resource("", "v1", "persistentvolumeclaims")
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses")
@@ -89,6 +90,7 @@ __all__ = [
     "REBOOTS",
     "RELEASES",
     "SECRETS",
+    "SERVICE_ACCOUNTS",
     "STORAGE_CLASSES",
     "SUBNETS",
     "UPDATE_GROUPS",

@@ -93,15 +93,20 @@ def test_the_data_dir_is_private(rack: Rack, ready: dict[str, dict[str, Any]]) -
 def test_no_log_of_any_process_holds_a_token_or_a_bmc_password(
         rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
     """The API server, controllers, Ironic, the emulator and every host's agent
-    wrote their logs through a whole bring-up: none holds the API tokens or
-    the BMC passwords (docs/security.md, "Logs")."""
+    wrote their logs through a whole bring-up: none holds the API tokens (the
+    admin's, each host's own) or the BMC passwords (docs/security.md, "Logs")."""
     secrets = [line.split(",", 1)[0] for line in
                (rack.data_dir / "tokens.csv").read_text().splitlines()
                if line.strip() and not line.startswith("#")]
+    assert len(secrets) == 1  # the admin's: no component shares a token file entry
+    agent_tokens = {yaml.safe_load(p.read_text())["token"] for p in
+                    (rack.data_dir / "emulator" / "hosts").glob("*/root/etc/racksmith/agent.yaml")}
+    assert len(agent_tokens) == len(ALL_MACHINES)  # one per host
+    secrets.extend(agent_tokens)
     for doc in yaml.safe_load_all((rack.data_dir / "emulated-hosts.yaml").read_text()):
         if doc and doc.get("kind") == "Secret":
             secrets.append(base64.b64decode(doc["data"]["password"]).decode())
-    assert len(secrets) >= 2 + len(ALL_MACHINES)
+    assert len(secrets) >= 1 + 2 * len(ALL_MACHINES)
     logs = [p for p in rack.data_dir.rglob("*.log") if p.is_file()
             and not p.is_relative_to(rack.data_dir / "home")]
     assert any("ironic" in p.parts for p in logs) and any("racksmith-agent.log" == p.name

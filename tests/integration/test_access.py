@@ -11,10 +11,15 @@ token is a 401. The server is one process for the module (the harness's
 
 from __future__ import annotations
 
+import json
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,3 +227,118 @@ def test_service_account_tokens(server_process: ServerProc, minor: int,
     # deleting the ServiceAccount revokes its tokens
     admin.ok("delete", "serviceaccount", sa)
     assert "You must be logged in" in admin.refused("--token", token, "get", "configmaps")
+
+
+LCM = """apiVersion: lcm.racksmith.io/v1alpha1
+kind: LCMMachine
+metadata: {name: %(name)s, namespace: default}
+spec: {machineRef: {name: %(name)s}, clusterName: demo, release: racksmith-1.0.0}
+"""
+AGENT_SA = """apiVersion: v1
+kind: ServiceAccount
+metadata: {name: racksmith-agent, namespace: default}
+"""
+
+
+def bound_token(admin: As, lcm_machine: str) -> str:
+    """What the Machine controller asks for a host: a racksmith-agent token
+    bound to the host's LCMMachine (kubectl's --bound-object-kind knows only
+    Pod, Secret and Node, so the TokenRequest goes in raw)."""
+    body = tmp_body = admin.home / f"token-{lcm_machine}.json"
+    tmp_body.write_text(json.dumps({
+        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+        "spec": {"boundObjectRef": {"kind": "LCMMachine", "name": lcm_machine,
+                                    "apiVersion": "lcm.racksmith.io/v1alpha1"}}}))
+    out = admin.ok("create", "--raw",
+                   "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token",
+                   "-f", str(body))
+    reply = json.loads(out)
+    assert reply["spec"]["boundObjectRef"]["name"] == lcm_machine
+    return str(reply["status"]["token"])
+
+
+def raw_patch(server: ServerProc, token: str, path: str, body: object) -> tuple[int, Any]:
+    """A merge PATCH with ``token``: (status code, answer)."""
+    context = ssl.create_default_context(cafile=str(server.data_dir / "pki" / "ca.crt"))
+    request = urllib.request.Request(
+        server.url + path, data=json.dumps(body).encode(), method="PATCH",
+        headers={"Authorization": f"Bearer {token}",
+                 "Content-Type": "application/merge-patch+json"})
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_a_host_agent_reaches_only_its_own_machine(
+        server_process: ServerProc, minor: int, tmp_path: Path) -> None:
+    d = str(server_process.data_dir)
+    admin = As(minor, server_process.kubeconfig, tmp_path / "admin")
+    host_a, host_b = f"agent-a-{minor}", f"agent-b-{minor}"
+    admin.ok("apply", "-f", "-", input_text=AGENT_SA + "---\n" + LCM % {"name": host_a}
+             + "---\n" + LCM % {"name": host_b})
+    token = bound_token(admin, host_a)
+    agent = ["--token", token]
+    who = admin.ok(*agent, "auth", "whoami")
+    assert "system:serviceaccount:default:racksmith-agent" in who and "racksmith:agents" in who
+    # its own LCMMachine: read it, report its status
+    admin.ok(*agent, "get", "lcmmachine", host_a)
+    admin.ok(*agent, "patch", "lcmmachine", host_a, "--subresource=status", "--type=merge",
+             "-p", '{"status": {"agentVersion": "test"}}')
+    # host B's: refused, in kube-apiserver's wording (kubectl reads before it
+    # patches, so the PATCH itself is sent raw too)
+    err = admin.refused(*agent, "patch", "lcmmachine", host_b, "--subresource=status",
+                        "--type=merge", "-p", '{"status": {"agentVersion": "test"}}')
+    assert f'lcmmachines.lcm.racksmith.io "{host_b}" is forbidden' in err
+    code, status = raw_patch(server_process, token,
+                             f"/apis/lcm.racksmith.io/v1alpha1/namespaces/default/lcmmachines/"
+                             f"{host_b}/status", {"status": {"agentVersion": "test"}})
+    assert (code, status["reason"]) == (403, "Forbidden")
+    assert status["message"] == (
+        f'lcmmachines.lcm.racksmith.io "{host_b}" is forbidden: User '
+        '"system:serviceaccount:default:racksmith-agent" cannot patch resource '
+        '"lcmmachines/status" in API group "lcm.racksmith.io" in the namespace "default": '
+        f'no relationship found between the host agent of LCMMachine default/{host_a} '
+        'and this object')
+    assert "forbidden" in admin.refused(*agent, "get", "lcmmachine", host_b)
+    assert "forbidden" in admin.refused(*agent, "get", "lcmmachines")
+    assert "forbidden" in admin.refused(*agent, "get", "secrets")
+    # a Node of another name, or its own with a role label, is refused
+    node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "%s"%s}}'
+    assert "may only write its own Node" in admin.refused(
+        *agent, "create", "-f", "-", input_text=node % (host_b, ""))
+    assert "node-role.kubernetes.io" in admin.refused(
+        *agent, "create", "-f", "-", input_text=node % (
+            host_a, ', "labels": {"node-role.kubernetes.io/control-plane": ""}'))
+    admin.ok(*agent, "create", "-f", "-", input_text=node % (host_a, ""))
+    admin.ok(*agent, "get", "node", host_a)
+    assert "forbidden" in admin.refused(*agent, "get", "nodes")
+    # both requests are in the audit trail, under the agent's identity
+    table = racksmith("audit", "--object", f"lcmmachine/{host_b}", "--data-dir", d).stdout
+    assert any(r.split()[2:] == ["system:serviceaccount:default:racksmith-agent", "patch",
+                                 "lcmmachines/status", f"default/{host_b}", "403"]
+               for r in table.splitlines()), table
+    table = racksmith("audit", "--object", f"lcmmachine/{host_a}", "--data-dir", d).stdout
+    assert any(r.split()[2:] == ["system:serviceaccount:default:racksmith-agent", "patch",
+                                 "lcmmachines/status", f"default/{host_a}", "200"]
+               for r in table.splitlines()), table
+    # deleting the host's LCMMachine revokes its token
+    admin.ok("delete", "lcmmachine", host_a)
+    assert "You must be logged in" in admin.refused(*agent, "get", "node", host_a)
+    admin.ok("delete", "node", host_a)
+
+
+def test_racksmith_rbac_applies_to_a_server(server_process: ServerProc, tmp_path: Path) -> None:
+    """``racksmith rbac`` is what a deployment onto another cluster applies:
+    valid objects that a cluster administrator can apply as they are."""
+    out = racksmith("rbac")
+    assert out.returncode == 0, out.stderr
+    admin = As(33, server_process.kubeconfig, tmp_path / "admin")
+    admin.ok("apply", "-f", "-", input_text=out.stdout)
+    roles = admin.ok("get", "clusterroles", "-l", "app.kubernetes.io/part-of=racksmith",
+                     "-o", "name")
+    assert "clusterrole.rbac.authorization.k8s.io/racksmith:controller:machine" in roles
+    assert "clusterrole.rbac.authorization.k8s.io/racksmith:controller-manager" in roles
+    assert "secrets" not in admin.ok("get", "clusterrole", "racksmith:controller-manager",
+                                     "-o", "yaml")

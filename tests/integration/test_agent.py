@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import json
 import signal
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +27,16 @@ from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, CoreV1Api, C
 
 from racksmith.agent import run_agent
 from racksmith.agent.config import AgentTiming
+from racksmith.agent.kube import api_client
+from racksmith.agent.token import TokenRenewer
 from racksmith.apiserver.server import ApiServer
 from racksmith.kinds.cluster import Cluster, ClusterRelease
 from racksmith.planners.release import PlannedRelease, item_hash, plan_state_items
+from racksmith.runtime.client import as_client
+from racksmith.runtime.clock import FakeClock
+from racksmith.runtime.errors import AlreadyExists
+from racksmith.runtime.resources import LCMMACHINES, SERVICE_ACCOUNTS
+from racksmith.runtime.tokens import token_claims
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -92,14 +101,31 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def write_config(api_server: ApiServer, root: Path, namespace: str) -> Path:
+async def host_token(client: ApiClient, namespace: str) -> str:
+    """The host's own token, as the Machine controller asks for it: the
+    namespace's racksmith-agent ServiceAccount, bound to LCMMachine ``m-0``
+    (so the agent runs under the API server's host restriction)."""
+    c = as_client(client)
+    with contextlib.suppress(AlreadyExists):
+        await c.create(SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                          "metadata": {"name": "racksmith-agent",
+                                                       "namespace": namespace}})
+    lcm = await c.get(LCMMACHINES, namespace, NAME, live=True)
+    assert lcm is not None
+    return await c.request_token(namespace, "racksmith-agent", bound={
+        "kind": "LCMMachine", "apiVersion": f"{GROUP}/{VERSION}", "name": NAME,
+        "uid": lcm["metadata"]["uid"]})
+
+
+async def write_config(api_server: ApiServer, client: ApiClient, root: Path,
+                       namespace: str) -> Path:
     assert api_server.ca_pem is not None
     path = root / "etc/racksmith/agent.yaml"
     path.write_text(yaml.safe_dump({
         "server": api_server.url,
         "certificateAuthorityData": base64.b64encode(api_server.ca_pem).decode(),
-        "token": api_server.token, "namespace": namespace, "lcmMachine": NAME,
-        "nodeName": NAME}))
+        "token": await host_token(client, namespace), "namespace": namespace,
+        "lcmMachine": NAME, "nodeName": NAME}))
     path.chmod(0o600)
     return path
 
@@ -121,7 +147,7 @@ async def test_agent_deploys_registers_node_and_is_idempotent(
     plan = planned()
     await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL,
                                               lcm_machine(plan, ns))
-    config = write_config(api_server, root, ns)
+    config = await write_config(api_server, client, root, ns)
     stop = asyncio.Event()
     agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
                                           timing=TIMING, handle_signals=False))
@@ -196,7 +222,7 @@ async def test_dry_run_on_a_fresh_host_lists_actions_and_changes_nothing(
     plan = planned()
     await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL,
                                               lcm_machine(plan, ns))
-    config = write_config(api_server, root, ns)
+    config = await write_config(api_server, client, root, ns)
     files_before = tree(root)
     out = io.StringIO()
     assert await run_agent(config, root=root, emulated=True, dry_run=True, out=out) == 0
@@ -227,7 +253,7 @@ async def test_failing_item_fails_the_machine_and_stops_later_items(
             "spec": {"machineRef": {"name": NAME}, "clusterName": "demo", "release": "r",
                      "stateItems": items}}
     await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
-    config = write_config(api_server, root, ns)
+    config = await write_config(api_server, client, root, ns)
     # Real mode (a tmp root, a harmless failing process).
     assert await run_agent(config, root=root, once=True, timing=TIMING) == 1
     status = (await get_lcm(custom, ns))["status"]
@@ -261,7 +287,7 @@ async def test_cli_runs_until_sigterm_and_dry_runs(
     plan = planned()
     await custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL,
                                               lcm_machine(plan, ns))
-    config = write_config(api_server, root, ns)
+    config = await write_config(api_server, client, root, ns)
     argv = [sys.executable, "-m", "racksmith.cli.main", "agent", "--config", str(config),
             "--root", str(root), "--emulated"]
     proc = await asyncio.create_subprocess_exec(
@@ -284,3 +310,40 @@ async def test_cli_runs_until_sigterm_and_dry_runs(
     out, err = await asyncio.wait_for(dry.communicate(), 30)
     assert dry.returncode == 0, err.decode()[-2000:]
     assert out.decode().splitlines() == [f"{name}: up to date" for name in plan.hashes()]
+
+
+def at(unix: float) -> FakeClock:
+    return FakeClock(wall_start=datetime.fromtimestamp(unix, UTC))
+
+
+async def test_the_agent_renews_its_token_before_it_runs_out(
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
+    await CustomObjectsApi(client).create_namespaced_custom_object(
+        GROUP, VERSION, ns, PLURAL, lcm_machine(planned(), ns))
+    config = await write_config(api_server, client, root, ns)
+    first = yaml.safe_load(config.read_text())["token"]
+    claims = token_claims(first)
+    assert claims is not None
+    agent_client = api_client(api_server.url, first,
+                              base64.b64encode(api_server.ca_pem or b"").decode(), root)
+    try:
+        # not due yet: nothing asked, nothing written
+        early = TokenRenewer(agent_client, config, first,
+                             at(claims.issued + 60), check_every=60)
+        assert not await early.renew_if_due()
+        assert yaml.safe_load(config.read_text())["token"] == first
+        # a fifth of its life left: a new token, bound the same, in the file and in use
+        late = TokenRenewer(agent_client, config, first,
+                            at(claims.expires - claims.seconds / 10), check_every=60)
+        assert await late.renew_if_due()
+        second = yaml.safe_load(config.read_text())["token"]
+        renewed = token_claims(second)
+        assert second != first and renewed is not None
+        assert (renewed.bound_name, renewed.bound_uid, renewed.seconds) == (
+            NAME, claims.bound_uid, claims.seconds)
+        assert config.stat().st_mode & 0o777 == 0o600
+        assert agent_client.configuration.api_key["BearerToken"] == second
+        lcm = await as_client(agent_client).get(LCMMACHINES, ns, NAME, live=True)
+        assert lcm is not None  # the new token works
+    finally:
+        await agent_client.close()

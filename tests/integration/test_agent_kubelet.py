@@ -76,7 +76,7 @@ async def test_boot_id_reboot_required_and_pods(api_server: ApiServer, client: A
     await core.create_namespaced_pod(ns, pod("elsewhere", "other-node"))
     await core.create_namespaced_pod(ns, pod("going", NAME, finalizers=["test/hold"]))
     await core.delete_namespaced_pod("going", ns)
-    config = write_config(api_server, root, ns)
+    config = await write_config(api_server, client, root, ns)
     stop = asyncio.Event()
     agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
                                           timing=TIMING, handle_signals=False))
@@ -131,7 +131,7 @@ async def test_a_pod_placed_later_runs_through_the_watch(api_server: ApiServer, 
     custom, core = CustomObjectsApi(client), CoreV1Api(client)
     await custom.create_namespaced_custom_object(
         "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", lcm_machine(planned(), ns))
-    config = write_config(api_server, root, ns)
+    config = await write_config(api_server, client, root, ns)
     stop = asyncio.Event()
     slow_tick = dataclasses.replace(TIMING, kubelet_status=3600.0)
     agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,

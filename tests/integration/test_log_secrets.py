@@ -7,7 +7,7 @@ ends in an internal error (a NUL byte in a console asset path), a malformed
 HTTP request with an ``Authorization`` header sent over a raw TLS socket,
 and a wrong bearer token. Afterwards no log file under the data dir, nor
 the server's captured output, contains any of those values, nor the admin
-and agent tokens of the data dir's token file; the internal error is one
+token of the data dir's token file; the internal error is one
 record of a bounded number of lines, without local variables.
 
 Then the modes (racksmith.filemodes): every directory under the data dir is
@@ -107,7 +107,7 @@ async def test_no_secret_in_any_log_and_private_files(tmp_path: Path) -> None:
     finally:
         proc.kill(signal.SIGTERM)
     tokens = list(load_tokens(data / "tokens.csv"))
-    assert len(tokens) == 2  # the admin's and the agents'
+    assert len(tokens) == 1  # the admin's (agents carry bound ServiceAccount tokens)
     logs = _logs(data)
     assert proc.log_path in logs
     log = logs[proc.log_path]

@@ -28,6 +28,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.machine import FINALIZER, MachineTimings, machine_controller
 from racksmith.provisioner.fixture import FixtureProvisioner
+from racksmith.runtime.tokens import token_claims
 from tests.harness import api
 from tests.harness.api import optional
 from tests.harness.baremetal import bmh_controller, fixture_provisioner
@@ -40,6 +41,7 @@ METAL, CLUSTER, IPAM, LCM = ("metal.racksmith.io", "cluster.racksmith.io", "ipam
                              "lcm.racksmith.io")
 V = "v1alpha1"
 TOKEN = "agent-t0ken-d0-not-leak"
+"""A shared agent token an older release left in the agent Secret: never used."""
 CA_PEM = b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 IMAGE = {"url": "http://images.example/os.qcow2", "checksum": "abc", "checksumType": "sha256"}
 TIMINGS = MachineTimings(retry_missing=0.2, retry_no_host=0.5, retry_drain=0.2,
@@ -174,6 +176,7 @@ async def setup(world: World, hosts: dict[str, str]) -> None:
 def no_token(*objects: Any) -> None:
     for obj in objects:
         assert TOKEN not in json.dumps(obj, default=str)
+        assert "eyJ" not in json.dumps(obj, default=str)  # no JWT either
 
 
 async def deploy(world: World, machine: str) -> None:
@@ -226,13 +229,21 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
         assert text.startswith("#cloud-config\n")
         cloud = yaml.safe_load(text)
         config = yaml.safe_load(cloud["write_files"][0]["content"])
+        host_token = config.pop("token")
         assert config == {"server": "https://127.0.0.1:6443",
-                          "certificateAuthorityData": b64(CA_PEM), "token": TOKEN,
+                          "certificateAuthorityData": b64(CA_PEM),
                           "namespace": ns, "lcmMachine": "master-1", "nodeName": "master-1"}
-        assert cloud["runcmd"] == [["racksmith", "agent", "--config",
-                                    "/etc/racksmith/agent.yaml"]]
+        # the host's own token: racksmith-agent of the namespace, bound to its LCMMachine
         lcm = await world.get(LCM, "lcmmachines", "master-1")
         assert lcm is not None
+        claims = token_claims(host_token)
+        assert claims is not None
+        assert (claims.namespace, claims.service_account, claims.bound_kind,
+                claims.bound_name, claims.bound_uid) == (
+            ns, "racksmith-agent", "lcmmachine", "master-1", lcm["metadata"]["uid"])
+        assert claims.seconds == TIMINGS.agent_token_seconds
+        assert cloud["runcmd"] == [["racksmith", "agent", "--config",
+                                    "/etc/racksmith/agent.yaml"]]
         assert [i["name"] for i in lcm["spec"]["stateItems"]] == [
             "racksmith-netplan", "containerd", "init"]
         assert (lcm["spec"]["release"], lcm["spec"]["clusterName"]) == ("rel-1", "demo")
@@ -355,6 +366,9 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
         no_token(await world.get(CLUSTER, "machines", "master-1"),
                  [e.to_dict() for e in await world.events("master-1")],
                  [e.to_dict() for e in await world.events("worker-1")])
+        assert host_token not in json.dumps([
+            await world.get(CLUSTER, "machines", "master-1"),
+            [e.to_dict() for e in await world.events("master-1")]], default=str)
 
 
 async def test_two_machines_one_host_and_no_match(client: ApiClient, ns: str) -> None:

@@ -32,6 +32,7 @@ from racksmith.apiserver import discovery, errors
 from racksmith.apiserver import options as envelope
 from racksmith.apiserver.audit import AuditLog, AuditRecord
 from racksmith.apiserver.builtins import REVIEW_GROUPS
+from racksmith.apiserver.errors import Cause
 from racksmith.apiserver.eviction import evict
 from racksmith.apiserver.http.request import (
     OFF_LOOP_BYTES,
@@ -51,11 +52,16 @@ from racksmith.apiserver.objects import returns_deleted_object
 from racksmith.apiserver.openapi import OpenAPICache
 from racksmith.apiserver.pki import User
 from racksmith.apiserver.rbac.authorizer import AUTHENTICATED, Authorizer, Subject
+from racksmith.apiserver.rbac.hostrestriction import (
+    HostRestriction,
+    bound_token_check,
+    no_relationship,
+)
 from racksmith.apiserver.rbac.requestinfo import request_attributes
 from racksmith.apiserver.rbac.reviews import review
 from racksmith.apiserver.rbac.rules import Attributes, describe
 from racksmith.apiserver.registry import Registry, ResourceInfo
-from racksmith.apiserver.satokens import API_AUDIENCE, TokenIssuer
+from racksmith.apiserver.satokens import API_AUDIENCE, BOUND_KINDS, BoundRef, TokenIssuer
 from racksmith.apiserver.service import (
     PATCH_APPLY,
     ListOptions,
@@ -64,6 +70,7 @@ from racksmith.apiserver.service import (
     WriteResult,
 )
 from racksmith.apiserver.tables import partial_metadata, to_table
+from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 
 Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver")
@@ -99,6 +106,10 @@ class HttpConfig:
     """Where writes and refusals are recorded (None: nowhere)."""
     sa_tokens: TokenIssuer | None = None
     """Signs and verifies ServiceAccount tokens (None: no TokenRequest API)."""
+    sa_auth: ServiceAccountAuthenticator | None = None
+    """Who a ServiceAccount token is (None: such tokens are not accepted)."""
+    host_restriction: HostRestriction | None = None
+    """Narrows host agents to their own machine's objects (None: RBAC alone)."""
 
 
 WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
@@ -155,12 +166,12 @@ def _status_response(err: errors.ApiError) -> web.Response:
 
 def subject_of(user: User) -> Subject:
     """The authorizer's view of an authenticated user."""
-    return Subject(user.name, user.groups)
+    return Subject(user.name, user.groups, user.host)
 
 
-def forbidden(attrs: Attributes, user: User) -> errors.ApiError:
-    """kube-apiserver's 403 for a request RBAC denied."""
-    why = describe(attrs, user.name)
+def forbidden(attrs: Attributes, user: User, reason: str = "") -> errors.ApiError:
+    """kube-apiserver's 403 for a request RBAC (or the host restriction) denied."""
+    why = describe(attrs, user.name) + (f": {reason}" if reason else "")
     if not attrs.resource_request:
         return errors.forbidden(f"forbidden: {why}")
     gr = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
@@ -172,7 +183,7 @@ def forbidden(attrs: Attributes, user: User) -> errors.ApiError:
 def _authenticated(user: User) -> User:
     if AUTHENTICATED in user.groups:
         return user
-    return User(name=user.name, uid=user.uid, groups=(*user.groups, AUTHENTICATED))
+    return dataclasses.replace(user, groups=(*user.groups, AUTHENTICATED))
 
 
 def build_app(registry: Registry, service: ResourceService, config: HttpConfig) -> web.Application:
@@ -227,6 +238,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                 user=user.name if user is not None else "",
                 uid=user.uid if user is not None else "",
                 groups=user.groups if user is not None else (),
+                extra=user.host.extra() if user is not None and user.host else None,
                 source_ip=str(peer[0]) if isinstance(peer, tuple) and peer else "",
                 user_agent=request.headers.get("User-Agent", ""),
                 query_keys=tuple(dict.fromkeys(request.query.keys()))))
@@ -267,9 +279,9 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             # An invalid credential is a 401 on every path, public ones too
             # (kube-apiserver): only a request with none is anonymous.
             user = lookup(token)
-            if user is None and config.sa_tokens is not None and \
-                    config.sa_tokens.looks_like_jwt(token):
-                user = await _service_account_user(config.sa_tokens, service, registry, token)
+            if user is None and config.sa_auth is not None and \
+                    TokenIssuer.looks_like_jwt(token):
+                user = await config.sa_auth.user(token)
             if user is None:
                 raise errors.unauthorized()
         elif not public and not config.anonymous:
@@ -280,6 +292,11 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                 subject = subject_of(user)
                 if not subject.privileged:
                     attrs = request_attributes(request.method, request.path, request.query)
+                    restriction = config.host_restriction
+                    if user.host is not None and restriction is not None and \
+                            not await restriction.allows(user.host, attrs,
+                                                         request.query.get("fieldSelector", "")):
+                        raise forbidden(attrs, user, no_relationship(user.host))
                     if not authorizer.authorize(subject, attrs):
                         raise forbidden(attrs, user)
         return await handler(request)
@@ -347,7 +364,8 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
         target = resolve(registry, segments)
         if target.info.group in REVIEW_GROUPS:
             return await _serve_review(request, target, service, authorizer)
-        return await _serve_resource(request, target, service, watches, config.sa_tokens)
+        return await _serve_resource(request, target, service, watches, config.sa_tokens,
+                                     registry)
 
     app.router.add_get("/healthz", health)
     app.router.add_get("/livez", health)
@@ -459,24 +477,45 @@ class Watches:
             self.open -= 1
 
 
-async def _service_account_user(issuer: TokenIssuer, service: ResourceService,
-                                registry: Registry, token: str) -> User | None:
-    """The user of a ServiceAccount token, if it is valid and its ServiceAccount
-    still exists with the uid the token names."""
-    claims = issuer.verify(token)
-    info = registry.get("", "v1", "serviceaccounts")
-    if claims is None or info is None:
+async def _bound_object(service: ResourceService, registry: Registry | None, namespace: str,
+                        ref: Any) -> BoundRef | None:
+    """The object ``spec.boundObjectRef`` names (in the ServiceAccount's
+    namespace), checked as kube-apiserver checks it; None when none is named."""
+    if ref is None:
         return None
-    try:
-        sa = await service.get(info, claims.namespace, claims.name)
-    except errors.ApiError:
-        return None
-    if (sa.get("metadata") or {}).get("uid") != claims.uid:
-        return None
-    return User(name=claims.username, uid=claims.uid, groups=claims.groups)
+    if not isinstance(ref, dict):
+        raise errors.invalid("TokenRequest", "", [Cause("spec.boundObjectRef",
+                                                        "Invalid value: must be an object")],
+                             group="authentication.k8s.io")
+    kind = BOUND_KINDS.get(str(ref.get("kind") or ""))
+    if kind is None:
+        raise errors.invalid("TokenRequest", "", [Cause(
+            "spec.boundObjectRef.kind", f"Unsupported value: {ref.get('kind')!r}: supported "
+            f"values: {', '.join(repr(k) for k in BOUND_KINDS)}")],
+            group="authentication.k8s.io")
+    if ref.get("apiVersion") not in (None, "", kind.api_version):
+        raise errors.invalid("TokenRequest", "", [Cause(
+            "spec.boundObjectRef.apiVersion", f"Unsupported value: {ref.get('apiVersion')!r}: "
+            f"supported values: {kind.api_version!r}")], group="authentication.k8s.io")
+    name = str(ref.get("name") or "")
+    info = registry.get(kind.group, kind.version, kind.plural) if registry is not None else None
+    if not name or info is None:
+        raise errors.invalid("TokenRequest", "", [Cause("spec.boundObjectRef.name",
+                                                        "Required value")],
+                             group="authentication.k8s.io")
+    obj = await service.get(info, namespace, name)  # 404 when it does not exist
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
+    wanted = ref.get("uid")
+    if wanted and wanted != uid:
+        raise errors.conflict(kind.plural, name, f"the UID in the bound object reference "
+                              f"({wanted}) does not match the UID in record ({uid}). The "
+                              "object might have been deleted and then recreated",
+                              group=kind.group)
+    return BoundRef(kind, name, uid)
 
 
-async def _token_request(request: web.Request, service: ResourceService, info: ResourceInfo,
+async def _token_request(request: web.Request, service: ResourceService,
+                         registry: Registry | None, info: ResourceInfo,
                          namespace: str, name: str, issuer: TokenIssuer | None
                          ) -> web.Response:
     """``POST .../serviceaccounts/NAME/token``: a signed token for that ServiceAccount."""
@@ -490,24 +529,35 @@ async def _token_request(request: web.Request, service: ResourceService, info: R
     if body.get("kind") not in (None, "", "TokenRequest"):
         raise errors.bad_request(f"the kind in the data ({body.get('kind')}) does not match "
                                  "the expected kind (TokenRequest)")
+    user = request.get(USER_KEY)
+    if user is not None and user.host is not None:
+        refused = bound_token_check(user.host, body)
+        if refused is not None:
+            raise errors.forbidden(f'serviceaccounts "{name}" is forbidden: User '
+                                   f'"{user.name}" cannot create resource '
+                                   f'"serviceaccounts/token": {refused}',
+                                   kind="serviceaccounts", name=name)
     sa = await service.get(info, namespace, name)  # 404 for a missing ServiceAccount
     spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
     assert isinstance(spec, dict)
     uid = str((sa.get("metadata") or {}).get("uid") or "")
-    token, expiry, seconds = issuer.issue(namespace, name, uid, spec)
+    bound = await _bound_object(service, registry, namespace, spec.get("boundObjectRef"))
+    token, expiry, seconds = issuer.issue(namespace, name, uid, spec, bound=bound)
     stamp = dt.datetime.fromtimestamp(expiry, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return _json({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                   "metadata": {"name": name, "namespace": namespace,
                                "creationTimestamp": None},
                   "spec": {"audiences": spec.get("audiences") or [API_AUDIENCE],
                            "expirationSeconds": seconds,
-                           "boundObjectRef": None},
+                           "boundObjectRef": None if bound is None else {
+                               "kind": bound.kind.kind, "apiVersion": bound.kind.api_version,
+                               "name": bound.name, "uid": bound.uid}},
                   "status": {"token": token, "expirationTimestamp": stamp}}, 201)
 
 
 async def _serve_resource(request: web.Request, target: Target, service: ResourceService,
-                          watches: Watches, sa_tokens: TokenIssuer | None = None
-                          ) -> web.StreamResponse:
+                          watches: Watches, sa_tokens: TokenIssuer | None = None,
+                          registry: Registry | None = None) -> web.StreamResponse:
     info = target.info
     method = request.method
     accept = parse_accept(request.headers.get("Accept"))
@@ -566,7 +616,7 @@ async def _serve_resource(request: web.Request, target: Target, service: Resourc
     name = target.name
     sub = target.subresource
     if sub == "token" and info.group == "" and info.plural == "serviceaccounts":
-        return await _token_request(request, service, info, ns, name, sa_tokens)
+        return await _token_request(request, service, registry, info, ns, name, sa_tokens)
     if sub == "eviction":
         if method != "POST":
             raise errors.method_not_allowed("eviction only supports POST")

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from racksmith.apiserver.pki import HostIdentity
 from racksmith.apiserver.rbac.rules import Attributes, Rule, rule_allows, subject_matches
 from racksmith.apiserver.selectors import LabelSelector, SelectorError
 
@@ -45,10 +46,12 @@ KINDS = (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS)
 
 @dataclass(frozen=True, slots=True)
 class Subject:
-    """Who asks: a user name and its groups."""
+    """Who asks: a user name and its groups (``host``: the host a host agent's
+    credential is bound to, for the host restriction's admission check)."""
 
     name: str
     groups: tuple[str, ...] = ()
+    host: HostIdentity | None = None
 
     @property
     def privileged(self) -> bool:

@@ -5,10 +5,12 @@ Owns :func:`bootstrap_objects`: kube-apiserver's user-facing ClusterRoles
 ``system:aggregate-to-*`` roles, Kubernetes' own and Racksmith's), the
 discovery roles every authenticated user has (``system:discovery``,
 ``system:basic-user``, ``system:public-info-viewer``), Racksmith's
-``racksmith:operator`` and the host agent's ``racksmith:agent``, with their
-bindings. Like kube-apiserver's bootstrap policy, an object carrying the
-annotation ``rbac.authorization.kubernetes.io/autoupdate: "false"`` is left
-as the operator changed it; every other one is put back as declared here.
+``racksmith:operator`` and the host agents' ``racksmith:agent`` (bound to
+the group ``racksmith:agents`` of host identities, which the host restriction
+narrows to each host's own objects), with their bindings. Like
+kube-apiserver's bootstrap policy, an object carrying the annotation
+``rbac.authorization.kubernetes.io/autoupdate: "false"`` is left as the
+operator changed it; every other one is put back as declared here.
 
 ``view`` never grants Secrets; ``edit`` does (as in Kubernetes: it can run
 pods that mount them anyway). Racksmith's aggregate-to-view also grants
@@ -24,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from racksmith.apiserver.rbac.authorizer import AUTHENTICATED, PRIVILEGED_GROUP, UNAUTHENTICATED
+from racksmith.apiserver.rbac.hostrestriction import AGENT_GROUP, AGENT_SERVICE_ACCOUNT
 from racksmith.apiserver.rbac.rules import RBAC_GROUP
 
 Obj = dict[str, Any]
@@ -47,7 +50,6 @@ ROLE_GROUPS = {"view": "racksmith:viewers", "operator": "racksmith:operators",
                "admin": "racksmith:admins"}
 _ROLE_OF_GROUP = {"view": "view", "operator": "racksmith:operator", "admin": "cluster-admin"}
 AGENT_ROLE = "racksmith:agent"
-AGENT_GROUP = "system:nodes"
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str],
@@ -145,7 +147,8 @@ def bootstrap_objects() -> list[Obj]:
             _rule([""], ["pods/eviction"], ["create"]),
         ], labels={AGGREGATE_TO_OPERATOR: "true"}),
         _role(AGENT_ROLE, [
-            # exactly racksmith/agent/kube.py's reads and writes
+            # exactly racksmith/agent/kube.py's reads and writes; the host
+            # restriction narrows them to the agent's own host
             _rule(["lcm.racksmith.io"], ["lcmmachines"], ["get", "list", "watch"]),
             _rule(["lcm.racksmith.io"], ["lcmmachines/status"], ["get", "patch", "update"]),
             _rule([""], ["nodes"], ["get", "list", "watch", "create", "patch", "update"]),
@@ -155,6 +158,7 @@ def bootstrap_objects() -> list[Obj]:
             _rule(["coordination.k8s.io"], ["leases"], ["get", "create", "patch", "update"]),
             _rule(["storage.racksmith.io"], ["volumes"], ["get", "list", "watch", "patch"]),
             _rule(["storage.k8s.io"], ["storageclasses"], ["get", "list", "watch"]),
+            _rule([""], ["serviceaccounts/token"], ["create"], [AGENT_SERVICE_ACCOUNT]),
         ]),
         _role("system:discovery", [_paths(
             ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",

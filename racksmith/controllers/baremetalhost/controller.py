@@ -76,6 +76,7 @@ from racksmith.provisioner.base import (
     Provisioner,
 )
 from racksmith.redact import register_secret
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.conditions import ConditionSpec
@@ -83,11 +84,16 @@ from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
-from racksmith.runtime.resources import HOSTS, PROFILES, SECRETS
+from racksmith.runtime.resources import HOSTS, INVENTORIES, PROFILES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import Source
 
 CONTROLLER_NAME = "baremetalhost"
+ACCESS = (watches(HOSTS, SECRETS, PROFILES, INVENTORIES)
+          + writes(HOSTS, "update") + writes(HOSTS, "update", subresource="status")
+          + writes(INVENTORIES, "create") + writes(INVENTORIES, "update", subresource="status")
+          + EVENTS)
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 COMPONENT = "racksmith-baremetalhost"
 FIELD_MANAGER = "racksmith-baremetalhost"
 _PROFILE_STATES = (S.AVAILABLE, S.PROVISIONING)
@@ -127,7 +133,7 @@ class BareMetalHostReconciler:
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.baremetalhost")
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.committer = Committer(self.client, self.clock, self.settings, self.metrics, random,
                                    self.recorder)
         #: Hosts waiting out an error back-off: the inputs the error was seen

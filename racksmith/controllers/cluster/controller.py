@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from racksmith.controllers.cluster.events import status_events
 from racksmith.controllers.cluster.summary import members, summarize
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -40,6 +41,9 @@ from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES
 from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "cluster"
+ACCESS = (watches(CLUSTERS, MACHINES, RELEASES)
+          + writes(CLUSTERS, "update", subresource="status") + EVENTS)
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 FIELD_MANAGER = "racksmith-cluster"
 COMPONENT = "racksmith-cluster"
 
@@ -77,7 +81,7 @@ class ClusterReconciler:
         self.client.add_index(CLUSTERS, RELEASE_INDEX, field_index("spec.release"), namespace)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.cluster")
 

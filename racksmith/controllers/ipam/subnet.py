@@ -38,6 +38,7 @@ from racksmith.controllers.ipam.events import status_events
 from racksmith.controllers.ipam.verdict import apply_verdict, judge, subnet_cidr
 from racksmith.ipamclaims.names import FIELD_MANAGER, SUBNET_LABEL
 from racksmith.kinds.ipam import Subnet, SubnetStatus
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -49,6 +50,9 @@ from racksmith.runtime.resources import IPADDRS, SUBNETS
 from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "subnet"
+ACCESS = (watches(SUBNETS, IPADDRS) + writes(SUBNETS, "update", subresource="status")
+          + EVENTS)
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 COMPONENT = "racksmith-subnet"
 SUBNET_INDEX = "ipam.racksmith.io/subnet"
 """The IPaddr index by the name in their ``ipam.racksmith.io/subnet`` label."""
@@ -92,7 +96,7 @@ class SubnetReconciler:
         self.client.add_index(IPADDRS, SUBNET_INDEX, label_index(SUBNET_LABEL), namespace)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipam.subnet")
 

@@ -105,6 +105,7 @@ from racksmith.planners.netplan import (
     discover_addresses,
     render_netplan,
 )
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -122,6 +123,11 @@ from racksmith.runtime.resources import (
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 CONTROLLER_NAME = "ipamhost"
+ACCESS = (watches(IPAMHOSTS, L2TEMPLATES, SUBNETS, MACHINES, CLUSTERS, IPADDRS)
+          + writes(IPAMHOSTS, "update") + writes(IPAMHOSTS, "update", subresource="status")
+          + writes(IPADDRS, "create", "delete") + EVENTS)
+"""What the controller reads and writes (its IPAM claims included): its
+ClusterRole (``racksmith.app.identities``)."""
 
 
 class IpamHostReconciler:
@@ -134,7 +140,7 @@ class IpamHostReconciler:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.index = DependencyIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost")

@@ -56,6 +56,7 @@ from racksmith.controllers.ipamhost.status import condition_of, same_status, set
 from racksmith.kinds.cluster import Cluster
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHost, L2Template, L2TemplateStatus
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -66,6 +67,9 @@ from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, SUBNET
 from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "l2template"
+ACCESS = (watches(L2TEMPLATES, IPAMHOSTS, SUBNETS, CLUSTERS)
+          + writes(L2TEMPLATES, "update", subresource="status") + EVENTS)
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 
 
 class TemplateIndex:
@@ -107,7 +111,7 @@ class L2TemplateReconciler:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.index = TemplateIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost.template")

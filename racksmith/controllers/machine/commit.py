@@ -48,6 +48,7 @@ from racksmith.controllers.machine.selection import consumer_ref, is_candidate, 
 from racksmith.controllers.machine.states import PHASES
 from racksmith.controllers.machine.status import apply_step, same_status, status_events
 from racksmith.controllers.machine.timings import MachineTimings
+from racksmith.controllers.machine.userdata import render_user_data
 from racksmith.kinds.cluster import Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
@@ -55,7 +56,7 @@ from racksmith.kinds.metal import BareMetalHost
 from racksmith.runtime.client import Client
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
-from racksmith.runtime.errors import Conflict, NotFound
+from racksmith.runtime.errors import AlreadyExists, Conflict, NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.resources import (
     HOSTS,
@@ -64,6 +65,7 @@ from racksmith.runtime.resources import (
     MACHINES,
     NODES,
     SECRETS,
+    SERVICE_ACCOUNTS,
 )
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
@@ -198,7 +200,10 @@ class Committer:
                     body["spec"] = _dump(spec)
                     await self.client.update(LCMMACHINES, body)
                 return Outcome()
-            case WriteUserData(user_data=text):
+            case WriteUserData(access=access, token=token):
+                if token is None:
+                    token = await self._agent_token(ns, name, raw.lcm)
+                text = render_user_data(access, token, ns, name)
                 secret = self._owned(machine, "v1", "Secret", n.user_data_secret(name), None)
                 secret.pop("spec")
                 secret["type"] = "Opaque"
@@ -271,6 +276,32 @@ class Committer:
                 await self.client.delete(SECRETS, ns, n.user_data_secret(name))
                 return Outcome()
         raise TypeError(f"unknown action {action!r}")
+
+    async def _agent_token(self, namespace: str, name: str, lcm: Mapping[str, Any] | None
+                           ) -> str:
+        """A new token for the host agent of machine ``name``: ServiceAccount
+        ``racksmith-agent`` of the namespace (created when missing), bound to
+        LCMMachine ``name`` (the planner writes user data only once it exists)."""
+        uid = str(((lcm or {}).get("metadata") or {}).get("uid") or "")
+        if not uid:
+            raise Conflict(409, "Conflict", f"LCMMachine {namespace}/{name} has no uid yet")
+        bound = {"kind": "LCMMachine", "apiVersion": n.LCM_API_VERSION, "name": name,
+                 "uid": uid}
+        seconds = self.timings.agent_token_seconds
+        try:
+            return await self.client.request_token(namespace, n.AGENT_SERVICE_ACCOUNT,
+                                                   seconds=seconds, bound=bound)
+        except NotFound:
+            pass
+        try:
+            await self.client.create(SERVICE_ACCOUNTS, {
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": n.AGENT_SERVICE_ACCOUNT, "namespace": namespace,
+                             "labels": {"app.kubernetes.io/part-of": "racksmith"}}})
+        except AlreadyExists:
+            pass
+        return await self.client.request_token(namespace, n.AGENT_SERVICE_ACCOUNT,
+                                               seconds=seconds, bound=bound)
 
     async def _claim(self, machine: Machine, names: tuple[str, ...]) -> Outcome:
         """Claim the first still-free host of ``names``; a 409 means someone

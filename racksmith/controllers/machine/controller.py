@@ -38,12 +38,18 @@ from racksmith.controllers.machine.index import MachineKeys
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
 from racksmith.controllers.machine.plan import decide, release_to_render
 from racksmith.controllers.machine.timings import MachineTimings
-from racksmith.controllers.machine.userdata import AgentAccess, agent_access
+from racksmith.controllers.machine.userdata import (
+    AgentAccess,
+    agent_access,
+    token_fresh,
+    token_of,
+)
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost, Image
+from racksmith.runtime.access import EVENTS, reads, tokens_for, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -60,10 +66,24 @@ from racksmith.runtime.resources import (
     PODS,
     RELEASES,
     SECRETS,
+    SERVICE_ACCOUNTS,
 )
 from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "machine"
+ACCESS = (watches(MACHINES, HOSTS, IPAMHOSTS, LCMMACHINES, NODES, CLUSTERS, RELEASES)
+          + reads(SECRETS, PODS)
+          + writes(MACHINES, "update") + writes(MACHINES, "update", subresource="status")
+          + writes(HOSTS, "update")
+          + writes(IPAMHOSTS, "create", "update", "delete")
+          + writes(LCMMACHINES, "create", "update", "delete")
+          + writes(SECRETS, "create", "update", "delete")
+          + writes(NODES, "update", "delete")
+          + writes(PODS, "create", subresource="eviction")
+          + writes(SERVICE_ACCOUNTS, "create") + reads(SERVICE_ACCOUNTS)
+          + tokens_for(n.AGENT_SERVICE_ACCOUNT) + EVENTS)
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``).
+It creates the host agents' ServiceAccount and asks for their bound tokens."""
 DEFAULT_AGENT_SECRET = ("racksmith-system", "racksmith-agent")
 
 
@@ -87,7 +107,8 @@ class MachineReconciler:
         self.default_image = default_image
         self.agent_secret = agent_secret
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, n.COMPONENT, clock=self.clock)).for_component(n.COMPONENT)
+            api_client, n.COMPONENT, clock=self.clock)).for_component(
+            n.COMPONENT, client=self.client)
         self.committer = Committer(self.client, self.clock, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
@@ -141,10 +162,14 @@ class MachineReconciler:
         agent: AgentAccess | str = "not needed while deleting"
         if not deleting:
             agent = await self._agent()
+        token = token_of(user_data)
+        lcm_uid = (lcm.metadata.uid or "") if lcm is not None else ""
+        if not token_fresh(token, lcm_uid, self.clock.wall().timestamp()):
+            token = None
         observed = Observed(
             machine=machine, cluster=cluster, release=release, hosts=tuple(hosts),
             ipamhost=_model(IpamHost, raw.ipamhost), lcm=lcm,
-            node=node, pods=pods, user_data=user_data, agent=agent,
+            node=node, pods=pods, user_data=user_data, agent=agent, agent_token=token,
             default_image=self.default_image, timings=self.timings,
         )
         return observed, raw

@@ -2,8 +2,8 @@
 
 Owns the controller's field manager, its finalizer and labels, the names of
 the objects it creates for a Machine ``m`` (IpamHost ``m``, LCMMachine ``m``,
-Secret ``m-user-data``), the agent Secret's keys, and the condition types
-and reasons it writes (see ``docs/design/cluster-contracts.md``, "Objects
+Secret ``m-user-data``), the agent Secret's keys, the agents' ServiceAccount,
+and the condition types and reasons it writes (see ``docs/design/cluster-contracts.md``, "Objects
 and names"). The resources it reads and writes are in
 ``racksmith.runtime.resources``.
 """
@@ -28,7 +28,12 @@ releasing the host clears it); absent when the user had set it."""
 
 USER_DATA_KEY = "userData"
 AGENT_CONFIG_PATH = "/etc/racksmith/agent.yaml"
-AGENT_SECRET_KEYS = ("server", "ca.crt", "token")
+AGENT_SECRET_KEYS = ("server", "ca.crt")
+AGENT_SERVICE_ACCOUNT = "racksmith-agent"
+"""The ServiceAccount of a Machine's namespace whose tokens, bound to the
+machine's LCMMachine, the host agents carry (the API server's host restriction
+narrows such a token to that one host)."""
+LCM_API_VERSION = "lcm.racksmith.io/v1alpha1"
 
 
 def user_data_secret(machine: str) -> str:

@@ -89,6 +89,8 @@ class Observed:
     pods bound to Node ``m`` (only read while the Machine is being deleted).
     ``user_data``: the current ``userData`` of Secret ``m-user-data`` (None:
     no such Secret). ``agent``: the agent's access, or why it is unknown.
+    ``agent_token``: the token in ``user_data`` when it is bound to ``lcm``
+    and fresh (``userdata.token_fresh``), else None.
     ``timings``: how long to wait before looking again (the controller's).
     """
 
@@ -102,5 +104,6 @@ class Observed:
     pods: tuple[PodView, ...] = ()
     user_data: str | None = field(default=None, repr=False)
     agent: AgentAccess | str = "not read"
+    agent_token: str | None = field(default=None, repr=False)
     default_image: Image | None = None
     timings: MachineTimings = field(default_factory=MachineTimings)

@@ -38,7 +38,7 @@ from racksmith.controllers.machine.selection import (
     describe_selector,
     state_of,
 )
-from racksmith.controllers.machine.userdata import render_user_data
+from racksmith.controllers.machine.userdata import AgentAccess, render_user_data
 from racksmith.kinds.cluster import Cluster, Machine, MachineAddress, MachinePhase
 from racksmith.kinds.common import ConditionStatus, LocalObjectReference, ObjectReference
 from racksmith.kinds.ipam import IpamHostSpec, IpamHostState, NICMapping
@@ -87,9 +87,11 @@ class WriteLCMMachine:
 
 @dataclass(frozen=True)
 class WriteUserData:
-    """Create or replace Secret ``m-user-data``; holds the agent token."""
+    """Create or replace Secret ``m-user-data``: the agent config with
+    ``token``; None: a new token bound to LCMMachine ``m``, requested first."""
 
-    user_data: str = field(repr=False)
+    access: AgentAccess
+    token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -384,9 +386,10 @@ def _provision(w: _Walk, host: BareMetalHost) -> None:
             n.IMAGE_KNOWN, "NoImage", f"ClusterRelease {o.release.metadata.name} has no "
             "spec.osImage and the controller has no default image"), ready=n.IMAGE_KNOWN)
     w.ok(ConditionSpec.true(n.IMAGE_KNOWN, "Known", f"image {image.url}"))
-    user_data = render_user_data(o.agent, ns, name)
-    if o.user_data != user_data:
-        raise w.stop(WriteUserData(user_data))
+    if o.agent_token is None:
+        raise w.stop(WriteUserData(o.agent))
+    if o.user_data != render_user_data(o.agent, o.agent_token, ns, name):
+        raise w.stop(WriteUserData(o.agent, o.agent_token))
     if not host_carries(host, name, image, m.spec.host_profile):
         if state_of(host) is not S.AVAILABLE:
             raise w.stop(Wait(None), ConditionSpec.false(

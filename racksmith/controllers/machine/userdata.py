@@ -1,11 +1,18 @@
 """The user data a Machine's host boots with: the agent config in a cloud-config.
 
-Owns ``AgentAccess`` (server, CA and token read from the agent Secret),
-``agent_access`` (parsing that Secret's data) and ``render_user_data``, the
+Owns ``AgentAccess`` (server and CA read from the agent Secret),
+``agent_access`` (parsing that Secret's data), ``render_user_data``, the
 cloud-config of the contracts ("User data and the agent config"): one
 ``write_files`` entry ``/etc/racksmith/agent.yaml`` (mode 0600) and one
-``runcmd`` starting ``racksmith agent``. Pure. The token is a secret: it is
-never in a repr, a log line, a status or an Event.
+``runcmd`` starting ``racksmith agent``, and reading the token back out of
+written user data (``token_of``, ``token_fresh``). Pure.
+
+The token is the host's own: a ServiceAccount token bound to the machine's
+LCMMachine, requested by the committer (``WriteUserData`` with no token).
+Written user data keeps its token while that token is bound to the current
+LCMMachine and more than a fifth of its life is left; otherwise a new one
+is requested. The token is a secret: it is never in a repr, a log line, a
+status or an Event.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 import yaml
 
 from racksmith.controllers.machine.names import AGENT_CONFIG_PATH, AGENT_SECRET_KEYS
+from racksmith.runtime.tokens import token_claims
 
 
 @dataclass(frozen=True)
@@ -26,7 +34,6 @@ class AgentAccess:
 
     server: str
     ca_pem: bytes = field(repr=False)
-    token: str = field(repr=False)
 
 
 def agent_access(data: Mapping[str, bytes]) -> AgentAccess | str:
@@ -37,8 +44,27 @@ def agent_access(data: Mapping[str, bytes]) -> AgentAccess | str:
     return AgentAccess(
         server=data["server"].decode("utf-8", "replace").strip(),
         ca_pem=data["ca.crt"],
-        token=data["token"].decode("utf-8", "replace").strip(),
     )
+
+
+def token_of(user_data: str | None) -> str | None:
+    """The agent token in user data this module rendered (None: none found)."""
+    try:
+        document = yaml.safe_load((user_data or "").removeprefix("#cloud-config\n"))
+        content = document["write_files"][0]["content"]
+        token = yaml.safe_load(content)["token"]
+    except (yaml.YAMLError, KeyError, IndexError, TypeError):
+        return None
+    return token if isinstance(token, str) and token else None
+
+
+def token_fresh(token: str | None, lcm_uid: str, now: float) -> bool:
+    """Is ``token`` bound to the LCMMachine of uid ``lcm_uid`` and not yet due
+    for renewal at ``now`` (Unix seconds)? Reads the claims only (the API
+    server checks the signature)."""
+    claims = token_claims(token)
+    return (claims is not None and bool(lcm_uid) and claims.bound_kind == "lcmmachine"
+            and claims.bound_uid == lcm_uid and not claims.due(now))
 
 
 class _Literal(str):
@@ -56,21 +82,22 @@ def _literal(dumper: yaml.SafeDumper, value: _Literal) -> Any:
 _Dumper.add_representer(_Literal, _literal)
 
 
-def agent_config(access: AgentAccess, namespace: str, machine: str) -> dict[str, str]:
+def agent_config(access: AgentAccess, token: str, namespace: str,
+                 machine: str) -> dict[str, str]:
     """The content of ``/etc/racksmith/agent.yaml`` for ``machine``."""
     return {
         "server": access.server,
         "certificateAuthorityData": base64.b64encode(access.ca_pem).decode("ascii"),
-        "token": access.token,
+        "token": token,
         "namespace": namespace,
         "lcmMachine": machine,
         "nodeName": machine,
     }
 
 
-def render_user_data(access: AgentAccess, namespace: str, machine: str) -> str:
+def render_user_data(access: AgentAccess, token: str, namespace: str, machine: str) -> str:
     """The ``#cloud-config`` document for ``machine`` (same input, same text)."""
-    config = yaml.dump(agent_config(access, namespace, machine), Dumper=_Dumper,
+    config = yaml.dump(agent_config(access, token, namespace, machine), Dumper=_Dumper,
                        sort_keys=False, width=1 << 16)
     document = {
         "write_files": [{

@@ -81,18 +81,21 @@ from racksmith.planners.maintenance import (
     rfc3339,
 )
 from racksmith.planners.maintenance_states import NODE_FLOW
+from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.resources import (
+    CLUSTERS,
     HOSTS,
     LCMMACHINES,
     MACHINES,
     NMRS,
     NODE_LOCKS,
     NODES,
+    PDBS,
     PLANS,
     PODS,
     REBOOTS,
@@ -101,6 +104,14 @@ from racksmith.runtime.statetable import IllegalTransition
 
 MAX_ACTIONS = 10
 FIELD_MANAGER = "racksmith-maintenance"
+ACCESS = (watches(NMRS, NODES, MACHINES, LCMMACHINES, HOSTS, NODE_LOCKS, PODS, PLANS, REBOOTS,
+                  CLUSTERS)
+          + reads(PDBS)
+          + writes(NMRS, "create", "patch", "delete") + writes(NODES, "patch")
+          + writes(MACHINES, "patch") + writes(HOSTS, "patch") + writes(NODE_LOCKS, "delete")
+          + writes(PODS, "create", subresource="eviction") + EVENTS)
+"""What the node maintenance flow (with its drainer) reads and writes: part of
+the ClusterRole of every controller that runs it (update, graceful reboot)."""
 NODE_NAME = "spec.nodeName"
 
 OwnersAlive = Callable[[str], bool] | set[str] | frozenset[str]
@@ -118,7 +129,7 @@ class NodeMaintenance:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.drainer = Drainer(self.client, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")

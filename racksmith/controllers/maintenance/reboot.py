@@ -42,6 +42,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from racksmith.controllers.maintenance.flow import ACCESS as FLOW_ACCESS
 from racksmith.controllers.maintenance.flow import FIELD_MANAGER, NodeMaintenance
 from racksmith.controllers.maintenance.reboot_states import REBOOT_PHASES
 from racksmith.controllers.maintenance.timings import GracefulRebootTimings
@@ -66,6 +67,7 @@ from racksmith.planners.maintenance import (
     parse_owner,
     reboot_owner,
 )
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.conditions import ConditionSpec, set_condition
@@ -86,6 +88,10 @@ from racksmith.runtime.resources import (
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 CONTROLLER_NAME = "graceful-reboot"
+ACCESS = (watches(REBOOTS, NMRS, NODES, LCMMACHINES, NODE_LOCKS, PODS, MACHINES, CLUSTERS)
+          + writes(REBOOTS, "update", subresource="status") + EVENTS + FLOW_ACCESS)
+"""What the controller reads and writes, its node maintenance flow's included:
+its ClusterRole (``racksmith.app.identities``)."""
 DONE = "Done"
 NOT_FOUND = "NotFound"
 BLOCKED = "Blocked"

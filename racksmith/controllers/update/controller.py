@@ -91,6 +91,7 @@ from racksmith.kinds.lcm import (
 )
 from racksmith.kinds.maintenance import LockState, MaintenanceScope
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -114,6 +115,15 @@ from racksmith.runtime.resources import (
     UPDATE_GROUPS,
 )
 from racksmith.runtime.result import Done, RequeueAfter, Result
+
+ACCESS = (watches(CLUSTERS, MACHINES, LCMMACHINES, PLANS, UPDATE_GROUPS, AUTOPAUSES, NMRS,
+                  CLUSTER_LOCKS, NODE_LOCKS, NODES, PODS, CMRS, HOSTS, REBOOTS)
+          + writes(PLANS, "create", "update", "delete")
+          + writes(PLANS, "update", subresource="status")
+          + writes(UPDATE_GROUPS, "create") + writes(CMRS, "create", "delete") + EVENTS)
+"""What the controller reads and writes; with its injected node maintenance
+flow's (``racksmith.controllers.maintenance.NODE_FLOW_ACCESS``, added by the
+composition in ``racksmith.controllers``) it is its ClusterRole."""
 
 # --- event → cluster mapping -------------------------------------------------------
 
@@ -258,7 +268,7 @@ class UpdateReconciler:
         self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT)
+            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self._last_sweep: float | None = None
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.update")

@@ -32,6 +32,7 @@ import structlog
 
 from racksmith.controllers.volume import names as n
 from racksmith.planners.quantity import to_bytes
+from racksmith.runtime.access import watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -42,6 +43,9 @@ from racksmith.runtime.resources import PVCS, PVS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 CONTROLLER_NAME = "claim-binder"
+ACCESS = (watches(PVCS, PVS) + writes(PVCS, "update", subresource="status")
+          + writes(PVS, "update") + writes(PVS, "update", subresource="status"))
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 VOLUME_NAME_INDEX = field_index_name("spec.volumeName")
 
 

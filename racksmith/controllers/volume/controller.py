@@ -39,6 +39,7 @@ from racksmith.controllers.volume.plan import decide
 from racksmith.controllers.volume.timings import VolumeTimings
 from racksmith.kinds.storage import GROUP, Volume
 from racksmith.kinds.volumejobs import Job, JobOp, JobResult, new_job
+from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
@@ -49,6 +50,11 @@ from racksmith.runtime.resources import NODES, PVS, STORAGE_CLASSES, VOLUMES
 from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "volume"
+ACCESS = (watches(VOLUMES, PVS, NODES, STORAGE_CLASSES)
+          + writes(VOLUMES, "update") + writes(VOLUMES, "update", subresource="status")
+          + writes(PVS, "create", "update", "delete")
+          + writes(PVS, "update", subresource="status") + EVENTS)
+"""What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 
 #: Volume informer indexes: the StorageClass / Node a not-yet-deployed Volume names.
 WAITING_ON_CLASS = "waiting-on-storage-class"
@@ -93,7 +99,8 @@ class VolumeReconciler:
         self.client.add_index(VOLUMES, WAITING_ON_CLASS, _waiting_on_class)
         self.client.add_index(VOLUMES, WAITING_ON_NODE, _waiting_on_node)
         self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, n.COMPONENT, clock=self.clock)).for_component(n.COMPONENT)
+            api_client, n.COMPONENT, clock=self.clock)).for_component(
+            n.COMPONENT, client=self.client)
         self.committer = Committer(self.client, self.clock, job_factory, timings=self.timings,
                                    recorder=self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(

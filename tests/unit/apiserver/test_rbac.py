@@ -112,7 +112,8 @@ def authorizer() -> Authorizer:
 
 VIEWER = Subject("alice", ("racksmith:viewers", "system:authenticated"))
 OPERATOR = Subject("bob", ("racksmith:operators", "system:authenticated"))
-AGENT = Subject("racksmith-agent", ("system:nodes", "system:authenticated"))
+AGENT = Subject("system:serviceaccount:default:racksmith-agent",
+                ("racksmith:agents", "system:authenticated"))
 NOBODY = Subject("eve", ("system:authenticated",))
 
 

@@ -15,7 +15,9 @@ from racksmith.kinds.metal import BareMetalHost, Image
 NS = "default"
 UID = "uid-m1"
 IMAGE = Image(url="http://images.example/os.qcow2", checksum="abc")
-AGENT = AgentAccess("https://127.0.0.1:6443", b"-----BEGIN CERTIFICATE-----\nx\n", "t0k3n")
+AGENT = AgentAccess("https://127.0.0.1:6443", b"-----BEGIN CERTIFICATE-----\nx\n")
+TOKEN = "t0k3n"
+"""The agent token in the user data the builders render (a fresh one, say)."""
 NETCONFIG: dict[str, Any] = {
     "version": 2,
     "ethernets": {
@@ -129,10 +131,11 @@ def pod(name: str, *, daemonset: bool = False, mirror: bool = False,
 
 
 def user_data(name: str = "m1") -> str:
-    return render_user_data(AGENT, NS, name)
+    return render_user_data(AGENT, TOKEN, NS, name)
 
 
 def observed(m: Machine | None = None, **kw: Any) -> Observed:
-    base: dict[str, Any] = {"cluster": cluster(), "release": release(), "agent": AGENT}
+    base: dict[str, Any] = {"cluster": cluster(), "release": release(), "agent": AGENT,
+                            "agent_token": TOKEN}
     base.update(kw)
     return Observed(machine=m or machine(), **base)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ from racksmith.controllers.machine.plan import (
     decide,
 )
 from racksmith.controllers.machine.timings import MachineTimings
+from racksmith.controllers.machine.userdata import render_user_data, token_fresh, token_of
 from racksmith.kinds.cluster import AddressType, MachinePhase
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hostannotations import DETACHED, PAUSED
@@ -293,7 +296,9 @@ def test_user_data_is_the_cloud_config_with_the_agent_config() -> None:
                              lcm=b.lcm(lcm_spec())))
     assert isinstance(step.action, WriteUserData)
     assert "t0k3n" not in repr(step.action)
-    text = step.action.user_data
+    assert step.action.token == "t0k3n"
+    text = render_user_data(step.action.access, "t0k3n", "default", "m1")
+    assert text == b.user_data()
     assert text.startswith("#cloud-config\n")
     doc = yaml.safe_load(text)
     assert doc["runcmd"] == [["racksmith", "agent", "--config", "/etc/racksmith/agent.yaml"]]
@@ -304,6 +309,33 @@ def test_user_data_is_the_cloud_config_with_the_agent_config() -> None:
     assert config["token"] == "t0k3n"
     assert (config["namespace"], config["lcmMachine"], config["nodeName"]) == (
         "default", "m1", "m1")
+
+
+def test_user_data_without_a_fresh_token_asks_for_a_new_one() -> None:
+    world = dict(hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(),
+                 lcm=b.lcm(lcm_spec()))
+    for written in (None, b.user_data()):
+        step = decide(b.observed(**world, user_data=written, agent_token=None))
+        assert step.action == WriteUserData(b.AGENT, None)
+
+
+def test_token_fresh_reads_the_binding_and_the_renewal_rule() -> None:
+    def jwt(claims: dict[str, Any]) -> str:
+        body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+        return f"e30.{body}.sig"
+
+    k8s = {"namespace": "default", "serviceaccount": {"name": "racksmith-agent", "uid": "s"},
+           "lcmmachine": {"name": "m1", "uid": "lcm-1"}}
+    token = jwt({"iat": 1000, "exp": 2000, "kubernetes.io": k8s})
+    assert token_fresh(token, "lcm-1", 1500)
+    assert not token_fresh(token, "lcm-1", 1801)  # less than a fifth left
+    assert not token_fresh(token, "lcm-2", 1500)  # another LCMMachine (re-created)
+    assert not token_fresh(jwt({"iat": 1000, "exp": 2000, "kubernetes.io": {
+        "namespace": "default", "serviceaccount": {"name": "x", "uid": "s"}}}), "lcm-1", 1500)
+    assert not token_fresh("t0k3n", "lcm-1", 1500)
+    assert not token_fresh(None, "lcm-1", 1500)
+    assert token_of(b.user_data()) == b.TOKEN
+    assert token_of("#cloud-config\nfoo: [") is None
 
 
 def test_provision_sets_the_profile_and_never_touches_a_started_host() -> None:

@@ -60,11 +60,13 @@ def test_events_for_problems_not_for_progress() -> None:
     assert status_events(again, problem) == []  # unchanged: no new Event
 
 
-def test_agent_access_needs_every_key_and_hides_the_token() -> None:
-    assert agent_access({"server": b"https://x"}) == "has no ca.crt, token key"
-    access = agent_access({"server": b"https://x", "ca.crt": b"PEM", "token": b"s3cret\n"})
+def test_agent_access_needs_every_key_and_no_shared_token() -> None:
+    assert agent_access({}) == "has no server, ca.crt key"
+    assert agent_access({"server": b"https://x"}) == "has no ca.crt key"
+    access = agent_access({"server": b"https://x\n", "ca.crt": b"PEM", "token": b"s3cret\n"})
     assert not isinstance(access, str)
-    assert access.token == "s3cret" and "s3cret" not in repr(access)
+    assert access.server == "https://x" and "s3cret" not in repr(access)
+    assert not hasattr(access, "token")  # each host's token is its own
 
 
 def _member(name: str, phase: str | None, release: str | None = None,

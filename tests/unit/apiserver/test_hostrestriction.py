@@ -1,0 +1,131 @@
+"""The host restriction: a host agent reaches only its own machine's objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from racksmith.apiserver.pki import HostIdentity
+from racksmith.apiserver.rbac.hostrestriction import (
+    HostRestriction,
+    bound_token_check,
+    no_relationship,
+)
+from racksmith.apiserver.rbac.requestinfo import request_attributes
+
+HOST = HostIdentity("default", "m1", "uid-1")
+OBJECTS: dict[tuple[str, str, str, str], dict[str, Any]] = {
+    ("", "pods", "apps", "mine"): {"spec": {"nodeName": "m1"}},
+    ("", "pods", "apps", "theirs"): {"spec": {"nodeName": "m2"}},
+    ("storage.racksmith.io", "volumes", "", "v-mine"): {"spec": {"nodeName": "m1"}},
+    ("storage.racksmith.io", "volumes", "", "v-theirs"): {"spec": {"nodeName": "m2"}},
+}
+LCM = "/apis/lcm.racksmith.io/v1alpha1/namespaces/default/lcmmachines"
+VOLUMES = "/apis/storage.racksmith.io/v1alpha1/volumes"
+
+
+async def lookup(group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+    return OBJECTS.get((group, plural, namespace, name))
+
+
+async def allows(method: str, path: str, **query: str) -> bool:
+    attrs = request_attributes(method, path, query)
+    return await HostRestriction(lookup).allows(HOST, attrs, query.get("fieldSelector", ""))
+
+
+ALLOWED = [
+    ("GET", f"{LCM}/m1", {}),
+    ("GET", LCM, {"fieldSelector": "metadata.name=m1", "watch": "true"}),
+    ("PATCH", f"{LCM}/m1/status", {}),
+    ("PUT", f"{LCM}/m1/status", {}),
+    ("POST", "/api/v1/nodes", {}),
+    ("GET", "/api/v1/nodes/m1", {}),
+    ("PATCH", "/api/v1/nodes/m1/status", {}),
+    ("PATCH", "/api/v1/nodes/m1", {}),
+    ("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {}),
+    ("PATCH", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/m1", {}),
+    ("GET", "/api/v1/pods", {"fieldSelector": "spec.nodeName=m1"}),
+    ("GET", "/api/v1/pods", {"fieldSelector": "status.phase!=Failed,spec.nodeName==m1",
+                             "watch": "1"}),
+    ("PATCH", "/api/v1/namespaces/apps/pods/mine/status", {}),
+    ("PATCH", "/api/v1/namespaces/apps/pods/gone/status", {}),  # a 404 follows
+    ("GET", VOLUMES, {"fieldSelector": "spec.nodeName=m1"}),
+    ("GET", f"{VOLUMES}/v-mine", {}),
+    ("PATCH", f"{VOLUMES}/v-mine", {}),
+    ("GET", "/apis/storage.k8s.io/v1/storageclasses/local", {}),
+    ("POST", "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token", {}),
+    ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {}),
+    ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {}),
+    ("GET", "/apis", {}),
+]
+REFUSED = [
+    ("GET", f"{LCM}/m2", {}),
+    ("PATCH", f"{LCM}/m2/status", {}),
+    ("PATCH", f"{LCM}/m1", {}),  # its spec is the Machine controller's
+    ("DELETE", f"{LCM}/m1", {}),
+    ("GET", LCM, {}),
+    ("GET", "/apis/lcm.racksmith.io/v1alpha1/namespaces/other/lcmmachines/m1", {}),
+    ("GET", "/api/v1/nodes", {}),
+    ("PATCH", "/api/v1/nodes/m2/status", {}),
+    ("DELETE", "/api/v1/nodes/m1", {}),
+    ("PATCH", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/m2", {}),
+    ("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/m1", {}),
+    ("GET", "/api/v1/pods", {}),
+    ("GET", "/api/v1/pods", {"fieldSelector": "spec.nodeName=m2"}),
+    ("GET", "/api/v1/pods", {"fieldSelector": "spec.nodeName=m1x"}),
+    ("PATCH", "/api/v1/namespaces/apps/pods/theirs/status", {}),
+    ("DELETE", "/api/v1/namespaces/apps/pods/mine", {}),
+    ("GET", f"{VOLUMES}/v-theirs", {}),
+    ("GET", VOLUMES, {}),
+    ("DELETE", f"{VOLUMES}/v-mine", {}),
+    ("GET", "/api/v1/namespaces/default/secrets/s", {}),
+    ("GET", "/api/v1/namespaces/default/configmaps", {}),
+    ("POST", "/api/v1/namespaces/default/serviceaccounts/other/token", {}),
+    ("POST", "/api/v1/namespaces/other/serviceaccounts/racksmith-agent/token", {}),
+    ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "query"), ALLOWED)
+async def test_its_own_objects_are_allowed(method: str, path: str, query: dict[str, str]
+                                           ) -> None:
+    assert await allows(method, path, **query)
+
+
+@pytest.mark.parametrize(("method", "path", "query"), REFUSED)
+async def test_everything_else_is_refused(method: str, path: str, query: dict[str, str]
+                                          ) -> None:
+    assert not await allows(method, path, **query)
+
+
+def test_admission_checks_the_written_object() -> None:
+    admit = HostRestriction.admit
+    node = {"metadata": {"name": "m1", "labels": {"kubernetes.io/hostname": "m1"}}}
+    assert admit(HOST, "", "nodes", "", node, None) is None
+    assert "its own Node m1" in (admit(HOST, "", "nodes", "", {"metadata": {"name": "m2"}},
+                                       None) or "")
+    roled = {"metadata": {"name": "m1", "labels": {"node-role.kubernetes.io/master": ""}}}
+    assert "node-role.kubernetes.io" in (admit(HOST, "", "nodes", "", roled, node) or "")
+    assert admit(HOST, "", "nodes", "", roled, roled) is None  # unchanged: fine
+    tainted = {"metadata": {"name": "m1"}, "spec": {"taints": [{"key": "k"}]}}
+    assert admit(HOST, "", "nodes", "", tainted, node) is not None
+    assert admit(HOST, "", "nodes", "", node, tainted) is not None  # nor remove one
+    lease = {"metadata": {"name": "m1"}}
+    assert admit(HOST, "coordination.k8s.io", "leases", "kube-node-lease", lease, None) is None
+    assert admit(HOST, "coordination.k8s.io", "leases", "kube-node-lease",
+                 {"metadata": {"name": "m2"}}, None) is not None
+    assert admit(HOST, "", "configmaps", "default", {"metadata": {"name": "x"}}, None) is None
+
+
+def test_an_agent_may_ask_only_for_a_token_bound_to_its_own_lcmmachine() -> None:
+    def body(**ref: str) -> dict[str, Any]:
+        return {"spec": {"boundObjectRef": ref}}
+
+    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1", uid="uid-1")) is None
+    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1")) is None
+    assert bound_token_check(HOST, body(kind="LCMMachine", name="m2")) is not None
+    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1", uid="other")) is not None
+    assert bound_token_check(HOST, body(kind="Secret", name="m1")) is not None
+    assert bound_token_check(HOST, {"spec": {}}) is not None
+    assert "default/m1" in no_relationship(HOST)
