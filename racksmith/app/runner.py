@@ -18,6 +18,7 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from racksmith import console, filemodes
+from racksmith import console, datalock, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
@@ -35,11 +36,16 @@ from racksmith.app.services import (
     EmulatorService,
     IronicProcess,
     PortBook,
+    StartupError,
     StaticHTTP,
     ironic_settings,
 )
 from racksmith.app.settings import Settings
+from racksmith.backup.crypto import load_key
+from racksmith.backup.service import LocalSnapshotter
 from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
+from racksmith.controllers.backup import ACCESS as BACKUP_ACCESS
+from racksmith.controllers.backup import BackupSchedule, Snapshotter, backup_controller
 from racksmith.emulator.alertmanager import BuiltinAlertmanager
 from racksmith.emulator.workloads import ACCESS as WORKLOADS_ACCESS
 from racksmith.emulator.workloads import reference_workloads_controller
@@ -62,26 +68,35 @@ Step = Callable[[str], None]
 
 #: What every controller ``racksmith up`` may run reads and writes, by name:
 #: the source of their ServiceAccounts and ClusterRoles (racksmith.app.identities).
-ACCESS: dict[str, Access] = {**CONTROLLER_ACCESS, "reference-workloads": WORKLOADS_ACCESS}
+ACCESS: dict[str, Access] = {**CONTROLLER_ACCESS, "reference-workloads": WORKLOADS_ACCESS,
+                             "backup": BACKUP_ACCESS}
 
 
 def build_controllers(settings: Settings, client: Any, *, provisioner: Provisioner | None,
                       registry: CollectorRegistry, default_image: Image | None,
                       alertmanager_url: str | None, emulated: bool,
                       on_step: Step = lambda _msg: None,
-                      client_for: Callable[[str], Any] | None = None) -> list[Controller]:
+                      client_for: Callable[[str], Any] | None = None,
+                      snapshotter: Snapshotter | None = None) -> list[Controller]:
     """Every controller ``racksmith up`` runs, built with ``settings`` (workers,
     timings): those of :func:`all_controllers` (the BareMetalHost controller
-    when a ``provisioner`` is given) and, with emulated hosts and
-    ``settings.reference_workloads``, the reference workload controller.
-    ``client_for``: each controller's own client, by name (None: ``client``)."""
+    when a ``provisioner`` is given), with a ``snapshotter`` the backup
+    controller (and a backup before every update plan starts) and, with
+    emulated hosts and ``settings.reference_workloads``, the reference
+    workload controller. ``client_for``: each controller's own client, by
+    name (None: ``client``)."""
     controllers = all_controllers(client, workers=settings.controller_workers,
                                   provisioner=provisioner, registry=registry,
                                   ipam=True, cluster=ClusterOptions(
                                       default_image=default_image,
                                       agent_secret=AGENT_SECRET,
-                                      alertmanager_url=alertmanager_url),
+                                      alertmanager_url=alertmanager_url,
+                                      backup_before_update=snapshotter is not None),
                                   timings=settings.timings.controllers, client_for=client_for)
+    if snapshotter is not None:
+        controllers.append(backup_controller(
+            client_for("backup") if client_for is not None else client, snapshotter,
+            schedule=BackupSchedule(every=settings.backup_every, keep=settings.backup_keep)))
     if emulated and settings.reference_workloads:
         on_step("reference workload controller: namespace racksmith-workloads")
         controllers.append(reference_workloads_controller(
@@ -110,6 +125,7 @@ class Racksmith:
     _manager_task: asyncio.Task[None] | None = None
     _progress_task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _lock: int | None = None
     _server_started: bool = False
 
     async def _apply_manifest(self, obj: dict[str, Any]) -> None:
@@ -144,6 +160,10 @@ class Racksmith:
         # Private before anything reads or writes it: a data dir (or files
         # in it) left readable by others is tightened, each path logged.
         filemodes.private_dir(s.data_dir)
+        try:
+            self._lock = datalock.hold(s.data_dir)  # one server per data dir
+        except datalock.DataDirBusy as exc:
+            raise StartupError(str(exc)) from None
         await asyncio.to_thread(filemodes.tighten_tree, s.data_dir)
         self.on_step("starting the API server")
         self.server = ApiServer(
@@ -175,7 +195,7 @@ class Racksmith:
                 s, manager_client, provisioner=self.provisioner, registry=registry,
                 default_image=self._default_image(), alertmanager_url=self.alertmanager_url,
                 emulated=self.emulator is not None, on_step=self.on_step,
-                client_for=self.identities.client_for)
+                client_for=self.identities.client_for, snapshotter=self._snapshotter())
             self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
@@ -190,6 +210,12 @@ class Racksmith:
             self._progress_task = asyncio.create_task(
                 follow_clusters(manager_client, self.on_step), name="cluster-progress")
         self.on_step("ready")
+
+    def _snapshotter(self) -> LocalSnapshotter:
+        """Where the backup controller writes backups (racksmith.backup.service)."""
+        s = self.settings
+        key = load_key(s.backup_key_file) if s.backup_key_file is not None else None
+        return LocalSnapshotter(s.data_dir, s.backup_dir or s.data_dir / "backups", key)
 
     async def _start_identities(self) -> Identities:
         """Every controller's ServiceAccount and ClusterRole (put back as
@@ -316,6 +342,9 @@ class Racksmith:
             await self._http.stop()
         if self.server is not None:
             await self.server.stop()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     async def run_forever(self) -> None:
         loop = asyncio.get_running_loop()

@@ -72,3 +72,11 @@ class Settings:
     """Serve the web console under /console/ on the API server's port."""
     timings: Timings = field(default_factory=Timings)
     """The waits of the controllers, the provisioner and the reference workloads."""
+    backup_every: float | None = None
+    """Seconds between scheduled backups (``--backup-every``; None: none)."""
+    backup_keep: int = 7
+    """Scheduled backups kept (``--backup-keep``)."""
+    backup_dir: Path | None = None
+    """Where racksmith up writes backups (None: DATA/backups)."""
+    backup_key_file: Path | None = None
+    """Encrypt the backups racksmith up takes with this key file."""

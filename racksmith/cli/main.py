@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import typer
 from rich.console import Console
 
 from racksmith import __version__
+from racksmith.apiserver.audit import parse_duration
 from racksmith.app.identities import identity_objects
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import ACCESS, Racksmith
@@ -126,6 +128,14 @@ def up(
     timings: Path = typer.Option(None, help="YAML file overriding controller waits (poll "
                                  "intervals, retry delays; see docs/testing.md). Labs and "
                                  "tests only: the defaults are the product's."),
+    backup_every: str = typer.Option(None, help="Take a backup this often (e.g. 6h, 1d); "
+                                     "one is also taken before every update plan starts."),
+    backup_keep: int = typer.Option(7, help="Scheduled backups to keep (the newest "
+                                    "verified one is never deleted)."),
+    backup_dir: Path = typer.Option(None, help="Where backups go (default DATA/backups; "
+                                    "better another disk)."),
+    backup_key_file: Path = typer.Option(None, help="Encrypt backups with this key file "
+                                         "(32 bytes or more, kept away from the backups)."),
 ) -> None:
     """Start the API server, Ironic and every controller in the foreground."""
     if emulate_hosts < 0:
@@ -140,6 +150,16 @@ def up(
         waits = load_timings(timings) if timings is not None else Timings()
     except TimingsError as exc:
         raise typer.BadParameter(str(exc), param_hint="--timings") from None
+    every = None
+    if backup_every is not None:
+        try:
+            every = parse_duration(backup_every).total_seconds()
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--backup-every") from None
+    if backup_keep < 1:
+        raise typer.BadParameter("must be 1 or more", param_hint="--backup-keep")
+    if backup_key_file is not None:
+        _key(backup_key_file)  # a clear error now rather than at the first backup
     _private_files()
     _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
@@ -150,7 +170,9 @@ def up(
                         apply=list(apply), leader_election=leader_election,
                         log_level=log_level, alertmanager_url=alertmanager_url or None,
                         reference_workloads=not no_reference_workloads,
-                        console=not no_console, timings=waits)
+                        console=not no_console, timings=waits, backup_every=every,
+                        backup_keep=backup_keep, backup_dir=backup_dir,
+                        backup_key_file=backup_key_file)
     _run(Racksmith(settings), progress)
 
 
@@ -306,6 +328,127 @@ def user_list(data_dir: Path = typer.Option(None, help="State directory.")) -> N
     print(f"{'NAME':{width}}  ROLE")
     for account in accounts:
         print(f"{account.name:{width}}  {account.role}")
+
+
+backup_app = typer.Typer(no_args_is_help=True, help="Backups of the control plane: the API "
+                         "store, Ironic's database, the PKI and the tokens (docs/backup.md).")
+app.add_typer(backup_app, name="backup")
+
+
+def _key(key_file: Path | None) -> bytes | None:
+    from racksmith.backup.crypto import KeyFileError, load_key
+
+    if key_file is None:
+        return None
+    try:
+        return load_key(key_file)
+    except KeyFileError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+def _steps(label: str) -> Callable[[str], None]:
+    """A progress line per step on a terminal (stderr), nothing otherwise."""
+    if not console.is_terminal:
+        return lambda _step: None
+    return lambda step: console.print(f"[bold cyan]•[/] {label}: {step}")
+
+
+@backup_app.command("create")
+def backup_create(
+    data_dir: Path = typer.Option(None, help="State directory (default: racksmith up's)."),
+    output: Path = typer.Option(None, help="The backup file (default: "
+                                "DATA/backups/racksmith-<time>.tar[.enc])."),
+    key_file: Path = typer.Option(None, help="Encrypt with this key (a file of at least "
+                                  "32 bytes; keep it away from the backups)."),
+) -> None:
+    """Take a consistent backup while the server runs (or not): prints the file, its
+    size and the store's resourceVersion."""
+    import datetime as dt
+
+    from racksmith.backup.archive import BackupError, create_backup, default_name
+
+    _private_files()
+    key = _key(key_file)
+    data = data_dir or default_data_dir()
+    out = output or data / "backups" / default_name(dt.datetime.now(dt.UTC), key is not None)
+    try:
+        info = create_backup(data, out, key=key, progress=_steps("backup"))
+    except (BackupError, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    print(f"backup: {info.path}")
+    print(f"size: {info.size} bytes; sha256: {info.sha256}")
+    print(f"resourceVersion: {info.manifest.resource_version} "
+          f"({info.manifest.objects} objects){'; encrypted' if key else ''}")
+
+
+@backup_app.command("verify")
+def backup_verify(
+    file: Path = typer.Argument(..., help="The backup file."),
+    key_file: Path = typer.Option(None, help="The key it was encrypted with."),
+) -> None:
+    """Check a backup (checksums, decryption, the store's integrity); changes nothing."""
+    from racksmith.backup.archive import BackupError, verify_backup
+    from racksmith.backup.crypto import CannotDecrypt
+
+    key = _key(key_file)
+    try:
+        verified = verify_backup(file, key=key, progress=_steps("verify"))
+    except (BackupError, CannotDecrypt, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    verified.close()
+    m = verified.info.manifest
+    print(f"ok: {file}: {m.objects} objects at resourceVersion {m.resource_version}, "
+          f"{len(m.parts)} parts, made {m.created} by Racksmith {m.racksmith}")
+
+
+@backup_app.command("list")
+def backup_list(
+    backup_dir: Path = typer.Option(None, help="Folder of backups (default: DATA/backups)."),
+    data_dir: Path = typer.Option(None, help="State directory."),
+) -> None:
+    """The backups of a folder, oldest first (encrypted ones without their contents)."""
+    from racksmith.backup.archive import read_manifest
+
+    folder = backup_dir or (data_dir or default_data_dir()) / "backups"
+    files = sorted(p for p in folder.glob("racksmith-*.tar*") if p.is_file()) \
+        if folder.is_dir() else []
+    rows = [("FILE", "SIZE", "RESOURCEVERSION", "OBJECTS", "CREATED")]
+    for path in files:
+        m = read_manifest(path)
+        rows.append((path.name, str(path.stat().st_size),
+                     str(m.resource_version) if m else "(encrypted)",
+                     str(m.objects) if m else "", m.created if m else ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@app.command()
+def restore(
+    file: Path = typer.Argument(..., help="The backup file."),
+    data_dir: Path = typer.Option(..., help="The state directory to restore (stop the "
+                                  "server on it first)."),
+    key_file: Path = typer.Option(None, help="The key it was encrypted with."),
+) -> None:
+    """Restore a backup into a data dir: verified first, swapped in atomically, the
+    previous data kept as DATA.pre-restore-<time>."""
+    from racksmith.backup.archive import BackupError, restore_backup
+    from racksmith.backup.crypto import CannotDecrypt
+
+    _private_files()
+    key = _key(key_file)
+    try:
+        done = restore_backup(file, data_dir, key=key, progress=_steps("restore"))
+    except (BackupError, CannotDecrypt, OSError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    print(f"restored {file} into {done.data_dir} (resourceVersion "
+          f"{done.manifest.resource_version}, {done.manifest.objects} objects)")
+    if done.previous is not None:
+        print(f"the previous data: {done.previous}")
 
 
 @app.command()

@@ -94,11 +94,15 @@ class ClusterOptions:
     ``alertmanager_url``: base URL of a Prometheus Alertmanager v2 API (or of
     the emulator's built-in alert source) read by the update controller for
     UpdateAutoPause; None: no alert ever fires.
+    ``backup_before_update``: the update controller asks for a
+    ControlPlaneBackup before a plan's first step starts (a backup controller
+    runs: ``racksmith.controllers.backup``).
     """
 
     default_image: Image | None = None
     agent_secret: tuple[str, str] = ("racksmith-system", "racksmith-agent")
     alertmanager_url: str | None = None
+    backup_before_update: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,8 @@ def all_controllers(
                               node_flow=partial(NodeMaintenance, recorder=events),
                               alert_source=(AlertmanagerSource(cluster.alertmanager_url)
                                             if cluster.alertmanager_url else None),
-                              timings=t.update, recorder=events),
+                              timings=t.update, recorder=events,
+                              backup_before_update=cluster.backup_before_update),
             graceful_reboot_controller(c("graceful-reboot"), workers=1,
                                        timings=t.graceful_reboot, recorder=events),
         ])

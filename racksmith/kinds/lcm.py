@@ -263,6 +263,11 @@ class ClusterUpdatePlanStatus(RacksmithModel):
     observed_generation: int | None = Field(
         default=None, ge=0, description="metadata.generation this status was computed from."
     )
+    backup: str | None = Field(
+        default=None,
+        description="The ControlPlaneBackup taken before the first step commenced (the "
+        "step starts only once it completed).",
+    )
     conditions: list[Condition] = conditions_field()
 
 
@@ -398,3 +403,84 @@ class GracefulRebootRequest(Resource):
         default_factory=GracefulRebootRequestSpec, description="Machines to reboot."
     )
     status: GracefulRebootRequestStatus | None = Field(default=None, description="Progress.")
+
+
+class BackupReason(DocEnum):
+    """Why a backup was taken."""
+
+    MANUAL = "Manual", "Asked for by a user (kubectl create)."
+    SCHEDULED = "Scheduled", "racksmith up --backup-every."
+    PRE_UPDATE = "PreUpdate", "Before the first step of a ClusterUpdatePlan."
+
+
+class BackupPhase(DocEnum):
+    """State of a backup."""
+
+    PENDING = "Pending", "Not taken yet."
+    RUNNING = "Running", "Being taken."
+    COMPLETED = "Completed", "Taken and verified; the file is in the backup folder."
+    FAILED = "Failed", "Could not be taken; see the message."
+
+
+class PlanReference(RacksmithModel):
+    """A ClusterUpdatePlan."""
+
+    namespace: str = Field(description="Namespace of the plan.")
+    name: str = Field(description="Name of the plan.")
+
+
+class ControlPlaneBackupSpec(RacksmithModel):
+    """What the backup is for."""
+
+    reason: BackupReason = Field(default=BackupReason.MANUAL, description="Why it is taken.")
+    plan_ref: PlanReference | None = Field(
+        default=None, description="The plan it was taken before (reason PreUpdate)."
+    )
+
+
+class ControlPlaneBackupStatus(RacksmithModel):
+    """The backup file and what it holds."""
+
+    phase: BackupPhase | None = Field(default=None, description="State of the backup.")
+    file: str | None = Field(default=None, description="Path of the backup file.")
+    size: int | None = Field(default=None, ge=0, description="Size of the file in bytes.")
+    sha256: str | None = Field(default=None, description="SHA-256 of the file.")
+    resource_version: int | None = Field(
+        default=None, ge=0, description="The API store's resourceVersion in the backup."
+    )
+    objects: int | None = Field(default=None, ge=0, description="Objects in the backup.")
+    encrypted: bool | None = Field(default=None, description="Encrypted with the key file.")
+    started_at: datetime | None = Field(default=None, description="When it started.")
+    completed_at: datetime | None = Field(default=None, description="When it was written.")
+    verified_at: datetime | None = Field(
+        default=None, description="When it was last verified (checksums, integrity)."
+    )
+    message: str | None = Field(default=None, description="Why it failed.")
+
+
+class ControlPlaneBackup(Resource):
+    """One backup of the control plane (the API store, Ironic's database, the PKI and
+    the tokens), taken by ``racksmith up``: create one to take a backup now."""
+
+    info: ClassVar[KindInfo] = KindInfo(
+        group=GROUP,
+        kind="ControlPlaneBackup",
+        plural="controlplanebackups",
+        namespaced=False,
+        short_names=("cpb",),
+        categories=(*CATEGORIES, "backup"),
+        printer_columns=(
+            PrinterColumn("Phase", ".status.phase", description="State."),
+            PrinterColumn("Reason", ".spec.reason", description="Why it was taken."),
+            PrinterColumn("RV", ".status.resourceVersion", "integer",
+                          "The store's resourceVersion in the backup."),
+            PrinterColumn("Size", ".status.size", "integer", "Bytes."),
+            PrinterColumn("File", ".status.file", description="The backup file.", priority=1),
+            age_column(),
+        ),
+    )
+
+    spec: ControlPlaneBackupSpec = Field(
+        default_factory=ControlPlaneBackupSpec, description="Why it is taken."
+    )
+    status: ControlPlaneBackupStatus | None = Field(default=None, description="The file.")

@@ -12,6 +12,7 @@ from racksmith.kinds.hostprofile import BareMetalHostProfile
 from racksmith.kinds.ipam import IPaddr, IpamHost, L2Template, Subnet
 from racksmith.kinds.lcm import (
     ClusterUpdatePlan,
+    ControlPlaneBackup,
     GracefulRebootRequest,
     LCMMachine,
     UpdateAutoPause,
@@ -49,6 +50,7 @@ ALL_KINDS: tuple[type[Resource], ...] = (
     ClusterWorkloadLock,
     NodeWorkloadLock,
     NodeDeletionRequest,
+    ControlPlaneBackup,
 )
 
 

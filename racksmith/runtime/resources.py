@@ -51,6 +51,7 @@ CMRS = resource_of(maintenance.ClusterMaintenanceRequest)
 NMRS = resource_of(maintenance.NodeMaintenanceRequest)
 CLUSTER_LOCKS = resource_of(maintenance.ClusterWorkloadLock)
 NODE_LOCKS = resource_of(maintenance.NodeWorkloadLock)
+BACKUPS = resource_of(lcm.ControlPlaneBackup)
 
 # Kubernetes built-ins.
 NODES = Resource("", "v1", "nodes")
@@ -66,6 +67,7 @@ PDBS = Resource("policy", "v1", "poddisruptionbudgets")
 
 __all__ = [
     "AUTOPAUSES",
+    "BACKUPS",
     "CLUSTERS",
     "CLUSTER_LOCKS",
     "CMRS",

@@ -72,4 +72,27 @@ class KubeSource(InformerSource):
         super().__init__(informer, mapper)
 
 
-__all__ = ["KubeSource", "Resource", "Source"]
+
+
+
+class StaticSource:
+    """A source of fixed keys: yields each once and is synced (a controller's
+    singleton work, e.g. a schedule that requeues itself)."""
+
+    def __init__(self, *keys: ObjectKey) -> None:
+        self._keys = keys
+        self._synced = False
+
+    @property
+    def has_synced(self) -> bool:
+        return self._synced
+
+    def keys(self) -> AsyncIterator[ObjectKey]:
+        self._synced = False
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ObjectKey]:
+        for key in self._keys:
+            yield key
+        self._synced = True
+__all__ = ["KubeSource", "Resource", "Source", "StaticSource"]

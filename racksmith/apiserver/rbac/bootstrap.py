@@ -140,6 +140,7 @@ def bootstrap_objects() -> list[Obj]:
                   ["patch", "update"]),
             _rule(["lcm.racksmith.io"], ["gracefulrebootrequests", "nodemaintenancerequests",
                                          "clustermaintenancerequests"], WRITE),
+            _rule(["lcm.racksmith.io"], ["controlplanebackups"], ["create"]),
             _rule(["cluster.racksmith.io"], ["machines"], WRITE),
             _rule(["storage.racksmith.io"], ["volumes"], WRITE),
             _rule(["metal.racksmith.io"], ["baremetalhosts"], ["patch", "update"]),

@@ -63,6 +63,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -594,3 +595,63 @@ class SqliteStore:
 def _conforms(store: SqliteStore) -> Store:
     """Type-checks that SqliteStore fulfils the Store protocol."""
     return store
+
+
+# ------------------------------------------------------------------ backups
+
+
+@dataclass(frozen=True)
+class StoreFacts:
+    """What a store file holds, read without changing it (``inspect_file``)."""
+
+    schema: int
+    resource_version: int
+    objects: int
+    integrity: list[str]
+    """``PRAGMA integrity_check``'s answer: ``["ok"]`` for a sound file."""
+
+
+def snapshot_file(src: Path, dst: Path) -> int:
+    """Copy the store at ``src`` into a new file ``dst`` with SQLite's online
+    backup, in one read transaction (a consistent snapshot at one
+    resourceVersion while the server writes on; never a file copy, which
+    could be torn). ``dst`` is created 0600 and must not exist. Returns the
+    snapshot's resourceVersion."""
+    if dst.exists():
+        raise FileExistsError(dst)
+    filemodes.private_file(dst, create=True)
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=30.0)
+    try:
+        target = sqlite3.connect(str(dst))
+        try:
+            source.backup(target)  # all pages in one step: one read transaction
+            target.execute("PRAGMA journal_mode=DELETE")
+        finally:
+            target.close()
+    finally:
+        source.close()
+    return inspect_file(dst, check=False).resource_version
+
+
+def inspect_file(path: Path, *, check: bool = True) -> StoreFacts:
+    """Open the store file at ``path`` read-only: its schema version,
+    resourceVersion, object count and (``check``) integrity check."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+    try:
+        integrity = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()] \
+            if check else ["ok"]
+        row = conn.execute("SELECT v FROM meta WHERE k = 'schema'").fetchone()
+        schema = int(row[0]) if row is not None else 0
+        compact = conn.execute(_COMPACT_RV).fetchone()[0]
+        max_obj = conn.execute("SELECT coalesce(max(rv), 0) FROM objects").fetchone()[0]
+        max_ev = conn.execute("SELECT coalesce(max(rv), 0) FROM events").fetchone()[0]
+        count = conn.execute("SELECT count(*) FROM objects").fetchone()[0]
+    finally:
+        conn.close()
+    return StoreFacts(schema=schema, resource_version=max(int(max_obj), int(max_ev),
+                                                           int(compact)),
+                      objects=int(count), integrity=integrity)
+
+
+SCHEMA_VERSION: Final = _SCHEMA_VERSION
+"""The store schema this Racksmith reads and writes."""

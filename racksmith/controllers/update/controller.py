@@ -59,6 +59,7 @@ from racksmith.controllers.update.flow import (
     RebootPolicy,
 )
 from racksmith.controllers.update.names import (
+    BACKUP_API_VERSION,
     BLOCKED,
     CLUSTER_LABEL,
     CMR_API_VERSION,
@@ -72,6 +73,7 @@ from racksmith.controllers.update.names import (
     READY_TO_FINISH,
     RELEASE_ANNOTATION,
     UPDATE_GROUP_LABEL,
+    backup_name,
     cmr_name,
     plan_name,
     plan_owner,
@@ -82,6 +84,8 @@ from racksmith.controllers.update.states import PLAN_PHASES
 from racksmith.controllers.update.timings import UpdateTimings
 from racksmith.kinds.cluster import Cluster, DrainTimeoutAction, Machine, Role
 from racksmith.kinds.lcm import (
+    BackupPhase,
+    BackupReason,
     ClusterUpdatePlan,
     ClusterUpdatePlanSpec,
     LCMMachine,
@@ -100,6 +104,7 @@ from racksmith.runtime.events import EventRecorder, object_ref
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import (
     AUTOPAUSES,
+    BACKUPS,
     CLUSTER_LOCKS,
     CLUSTERS,
     CMRS,
@@ -117,10 +122,11 @@ from racksmith.runtime.resources import (
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
 ACCESS = (watches(CLUSTERS, MACHINES, LCMMACHINES, PLANS, UPDATE_GROUPS, AUTOPAUSES, NMRS,
-                  CLUSTER_LOCKS, NODE_LOCKS, NODES, PODS, CMRS, HOSTS, REBOOTS)
+                  CLUSTER_LOCKS, NODE_LOCKS, NODES, PODS, CMRS, HOSTS, REBOOTS, BACKUPS)
           + writes(PLANS, "create", "update", "delete")
           + writes(PLANS, "update", subresource="status")
-          + writes(UPDATE_GROUPS, "create") + writes(CMRS, "create", "delete") + EVENTS)
+          + writes(UPDATE_GROUPS, "create") + writes(CMRS, "create", "delete")
+          + writes(BACKUPS, "create") + EVENTS)
 """What the controller reads and writes; with its injected node maintenance
 flow's (``racksmith.controllers.maintenance.NODE_FLOW_ACCESS``, added by the
 composition in ``racksmith.controllers``) it is its ClusterRole."""
@@ -261,9 +267,11 @@ class UpdateReconciler:
     def __init__(self, api_client: Any, flow: NodeFlow, *, alerts: AlertSource | None = None,
                  clock: Clock | None = None, logger: Any = None,
                  timings: UpdateTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None,
+                 backup_before_update: bool = False) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.flow = flow
+        self.backup_before_update = backup_before_update
         self.timings = timings if timings is not None else UpdateTimings()
         self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -499,6 +507,38 @@ class UpdateReconciler:
             return False
         return True
 
+    async def _pre_update_backup(self, key: ObjectKey, plan: ClusterUpdatePlan, world: World
+                                 ) -> tuple[str | None, tuple[str, str] | None]:
+        """The plan's pre-update ControlPlaneBackup (asked for when missing) and,
+        while its first step may not start yet, why: (name, (reason, message)).
+        A plan that began before (a machine started) is not held back."""
+        if plan.status is not None and any(m.started_at for m in plan.status.machines):
+            return plan.status.backup, None
+        meta = plan.metadata
+        name = backup_name(key.namespace, meta.name or "", meta.uid or "")
+        raw = await self.client.get(BACKUPS, None, name)
+        if raw is None:
+            await self._create(BACKUPS, {
+                "apiVersion": BACKUP_API_VERSION, "kind": "ControlPlaneBackup",
+                "metadata": {"name": name, "labels": {CLUSTER_LABEL: world.cluster.metadata.name
+                                                      or ""},
+                             "annotations": {NAMESPACE_ANNOTATION: key.namespace}},
+                "spec": {"reason": BackupReason.PRE_UPDATE.value,
+                         "planRef": {"namespace": key.namespace, "name": meta.name}}})
+            self.log.info("pre-update backup asked for", kind="ClusterUpdatePlan",
+                          namespace=key.namespace, name=meta.name, backup=name)
+            return name, ("BackupPending", f"waiting for ControlPlaneBackup {name}")
+        status = raw.get("status") or {}
+        phase = status.get("phase")
+        if phase == BackupPhase.COMPLETED.value:
+            return name, None
+        if phase == BackupPhase.FAILED.value:
+            return name, ("BackupFailed", f"ControlPlaneBackup {name} failed: "
+                          f"{status.get('message') or 'see its Events'}; delete it to try "
+                          "again (the first step starts once a backup completed)")
+        return name, ("BackupPending", f"waiting for ControlPlaneBackup {name} "
+                      f"({phase or 'Pending'})")
+
     async def _ensure_cmr(self, key: ObjectKey, owner: str, target: str) -> None:
         name = cmr_name(key.namespace, key.name)
         if await self.client.get(CMRS, None, name) is not None:
@@ -547,7 +587,11 @@ class UpdateReconciler:
         started: dict[str, datetime] = {}
         lock_failed: str | None = None
         pending = {m.name for m in world.machines} - done
-        if commenced & {s.step for s in schedule.slots if s.machine in pending}:
+        backup, backup_waiting = None, None
+        wants_start = bool(commenced & {s.step for s in schedule.slots if s.machine in pending})
+        if self.backup_before_update and (wants_start or (plan.status and plan.status.backup)):
+            backup, backup_waiting = await self._pre_update_backup(key, plan, world)
+        if wants_start and backup_waiting is None:
             await self._ensure_cmr(key, owner, target)
             locks_ok, lock_failed = await self._cluster_locks()
             hold = (world.cluster.spec.update.on_drain_timeout == DrainTimeoutAction.PAUSE
@@ -578,7 +622,8 @@ class UpdateReconciler:
             schedule=schedule, done=frozenset(done),
             advanced={m: p for m, p in advanced.items() if m not in finished},
             started=started, finished=finished, firing=firing, remaining=remaining,
-            cluster_lock_failed=lock_failed, alert_error=alert_error, now=now))
+            cluster_lock_failed=lock_failed, alert_error=alert_error, now=now,
+            backup=backup, backup_waiting=backup_waiting))
         assert status.phase is not None  # plan_status always decides one
         PLAN_PHASES.check(plan.status.phase if plan.status else None, status.phase)
         # The requests go before the status says so: a finished machine is done
@@ -625,6 +670,13 @@ class UpdateReconciler:
             self.log.info("maintenance sweep", actions=swept)
 
 
+def _backup_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+    meta = obj.get("metadata") or {}
+    cluster = (meta.get("labels") or {}).get(CLUSTER_LABEL)
+    namespace = (meta.get("annotations") or {}).get(NAMESPACE_ANNOTATION)
+    return [ObjectKey(str(namespace), str(cluster))] if cluster and namespace else []
+
+
 def update_controller(
     api_client: Any,
     *,
@@ -637,8 +689,12 @@ def update_controller(
     logger: Any = None,
     timings: UpdateTimings | None = None,
     recorder: EventRecorder | None = None,
+    backup_before_update: bool = False,
 ) -> Controller:
     """The runtime Controller of cluster updates (see the module docstring).
+
+    ``backup_before_update``: a plan's first step starts only once its
+    pre-update ControlPlaneBackup completed (a backup controller must run).
 
     The node maintenance flow is injected, exactly one of: ``node_flow``, a
     factory called with ``api_client``, the controller's clock and
@@ -659,7 +715,8 @@ def update_controller(
         raise TypeError("update_controller: pass exactly one of node_flow (a factory) "
                         "and node_maintenance (a flow)")
     reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
-                                  logger=logger, timings=timings, recorder=recorder)
+                                  logger=logger, timings=timings, recorder=recorder,
+                                  backup_before_update=backup_before_update)
     client = reconciler.client
     index = ClusterKeys(client, namespace)
 
@@ -685,6 +742,8 @@ def update_controller(
         source(PODS, on_change(_pod_digest, index.of_node), scoped=False),
         source(CMRS, index.of_node, scoped=False),
         source(HOSTS, _no_keys),
+        # a plan's pre-update backup: its cluster (label) and namespace (annotation)
+        source(BACKUPS, _backup_keys, scoped=False),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
 

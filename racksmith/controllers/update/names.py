@@ -41,6 +41,14 @@ COND_BLOCKED = "Blocked"
 COND_LOCK_FAILED = "LockFailed"
 COND_AUTO_PAUSED = "AutoPaused"
 COND_ALERTS_REACHABLE = "AlertSourceReachable"
+COND_BACKUP = "BackupTaken"
+"""A plan's pre-update ControlPlaneBackup completed (the first step waits for it)."""
+BACKUP_API_VERSION = lcm.ControlPlaneBackup.info.api_version
+
+
+def backup_name(namespace: str, plan: str, uid: str) -> str:
+    """The ControlPlaneBackup taken before plan ``namespace/plan`` (of uid ``uid``) starts."""
+    return f"pre-update-{namespace}-{plan}-{uid[:8]}"[:253]
 
 
 def plan_name(cluster_name: str, target: str) -> str:

@@ -22,6 +22,7 @@ from racksmith.controllers.update.names import (
     BLOCKED,
     COND_ALERTS_REACHABLE,
     COND_AUTO_PAUSED,
+    COND_BACKUP,
     COND_BLOCKED,
     COND_LOCK_FAILED,
     DONE,
@@ -330,6 +331,10 @@ class Observed:
     cluster_lock_failed: str | None = None
     alert_error: str | None = None
     now: datetime = datetime(1970, 1, 1, tzinfo=UTC)
+    backup: str | None = None
+    """The plan's pre-update backup (None: no backup is asked for)."""
+    backup_waiting: tuple[str, str] | None = None
+    """(reason, message) while the first step waits for that backup."""
 
 
 def _machine(name: str, step: str, prev: MachineProgress | None, obs: Observed,
@@ -452,9 +457,16 @@ def plan_status(plan: ClusterUpdatePlan, obs: Observed) -> ClusterUpdatePlanStat
         conds = _set(conds, COND_ALERTS_REACHABLE, obs.alert_error is None,
                      "QueryFailed" if obs.alert_error else "Reachable", obs.alert_error,
                      obs.now, gen)
+    if obs.backup is not None:
+        holds = obs.backup_waiting
+        conds = _set(conds, COND_BACKUP, holds is None,
+                     holds[0] if holds else "Completed",
+                     holds[1] if holds else f"ControlPlaneBackup {obs.backup}",
+                     obs.now, gen)
     return ClusterUpdatePlanStatus(
         phase=phase, started_at=started_at, eta=eta, steps=steps, machines=machines,
-        firing_alerts=list(obs.firing), observed_generation=gen, conditions=conds)
+        firing_alerts=list(obs.firing), observed_generation=gen,
+        backup=obs.backup or old.backup, conditions=conds)
 
 
 def same_status(a: ClusterUpdatePlanStatus | None, b: ClusterUpdatePlanStatus) -> bool:

@@ -390,6 +390,20 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "metadata": _meta("prod"),
         "spec": {"machines": ["worker-0", "worker-1"]},
     },
+    "ControlPlaneBackup": {
+        "apiVersion": "lcm.racksmith.io/v1alpha1",
+        "kind": "ControlPlaneBackup",
+        "metadata": _meta("pre-update-default-demo-1-1-0-3f2a9c1d", None),
+        "spec": {"reason": "PreUpdate", "planRef": {"namespace": "default",
+                                                    "name": "demo-1.1.0"}},
+        "status": {"phase": "Completed",
+                   "file": "/var/lib/racksmith/backups/racksmith-pre-update.tar",
+                   "size": 1075200, "sha256": "7cde400dc25b3bf1d1ebc2e87fc9ea42"
+                   "6524554d9eb6165a78ad69eaf44231b4", "resourceVersion": 4711,
+                   "objects": 812, "encrypted": False,
+                   "startedAt": "2026-12-04T10:00:00Z", "completedAt": "2026-12-04T10:00:02Z",
+                   "verifiedAt": "2026-12-04T10:00:02Z"},
+    },
     "ClusterMaintenanceRequest": {
         "apiVersion": "lcm.racksmith.io/v1alpha1",
         "kind": "ClusterMaintenanceRequest",

@@ -35,6 +35,7 @@ CATALOGUE = {
     "UpdateGroup": ("lcm.racksmith.io", True),
     "UpdateAutoPause": ("lcm.racksmith.io", True),
     "GracefulRebootRequest": ("lcm.racksmith.io", True),
+    "ControlPlaneBackup": ("lcm.racksmith.io", False),
     "ClusterMaintenanceRequest": ("lcm.racksmith.io", False),
     "NodeMaintenanceRequest": ("lcm.racksmith.io", False),
     "ClusterWorkloadLock": ("lcm.racksmith.io", False),

@@ -10,6 +10,7 @@ import pytest
 from racksmith.app.identities import MANAGER, identity_objects, manager_access
 from racksmith.app.runner import ACCESS
 from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
+from racksmith.controllers.backup import backup_controller
 from racksmith.emulator.workloads import reference_workloads_controller
 from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.runtime.access import EVENTS, Access, reads, tokens_for, watches, writes
@@ -52,6 +53,7 @@ def test_every_controller_may_list_and_watch_what_it_reads_from_the_cache() -> N
     controllers = all_controllers(None, provisioner=FixtureProvisioner(), ipam=True,
                                   cluster=ClusterOptions(), client_for=client_for)
     controllers.append(reference_workloads_controller(client_for("reference-workloads")))
+    controllers.append(backup_controller(client_for("backup"), cast(Any, None)))
     assert {c.name for c in controllers} == set(ACCESS) == set(clients)
     for name, client in clients.items():
         assert client.access is not None

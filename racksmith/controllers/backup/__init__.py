@@ -1,0 +1,32 @@
+"""Backups of the control plane as Kubernetes objects (ControlPlaneBackup).
+
+Modules: ``controller`` (the reconciler, the schedule, pruning, and the
+``Snapshotter`` seam the composition root fills with
+``racksmith.backup.service.LocalSnapshotter``). See docs/backup.md.
+"""
+
+from racksmith.controllers.backup.controller import (
+    ACCESS,
+    CONTROLLER_NAME,
+    FINALIZER,
+    BackupReconciler,
+    BackupSchedule,
+    Snapshot,
+    SnapshotFailed,
+    Snapshotter,
+    backup_controller,
+    to_prune,
+)
+
+__all__ = [
+    "ACCESS",
+    "CONTROLLER_NAME",
+    "FINALIZER",
+    "BackupReconciler",
+    "BackupSchedule",
+    "Snapshot",
+    "SnapshotFailed",
+    "Snapshotter",
+    "backup_controller",
+    "to_prune",
+]
