@@ -7,9 +7,12 @@ server stamps every write (deletions included) with one global, strictly
 increasing resourceVersion, so sorting the events of all kinds by it gives
 the exact order in which the server committed them — the replay walks that
 order and checks, after every event, what must hold at every moment.
-Restarting the API server (the kill -9 test) restarts the watches; their
-initial listing re-syncs the state, and nothing is written while the server
-is down.
+Restarting the API server (the kill -9 test) restarts the watches. The
+restarted control plane may write before the watches are back (a machine
+finished, its request deleted), so a restart first lists every kind and
+records, at that listing's resourceVersion, a DELETED event for every object
+the log knew that the listing no longer holds; the watches' initial ADDED
+events then re-sync the rest.
 """
 
 from __future__ import annotations
@@ -26,6 +29,15 @@ from tests.harness.process import kubectl_path
 
 KINDS = ("nodes", "nodemaintenancerequests", "nodeworkloadlocks", "pods",
          "poddisruptionbudgets", "clustermaintenancerequests", "machines")
+PATHS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods",
+         "nodemaintenancerequests": "/apis/lcm.racksmith.io/v1alpha1/nodemaintenancerequests",
+         "nodeworkloadlocks": "/apis/lcm.racksmith.io/v1alpha1/nodeworkloadlocks",
+         "clustermaintenancerequests":
+             "/apis/lcm.racksmith.io/v1alpha1/clustermaintenancerequests",
+         "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
+         "machines": "/apis/cluster.racksmith.io/v1alpha1/machines"}
+"""Where each kind is listed across namespaces (the listing's resourceVersion
+is the server's, which ``kubectl get -o json`` does not keep)."""
 
 Obj = dict[str, Any]
 
@@ -54,6 +66,8 @@ class EventLog:
         self._threads: list[threading.Thread] = []
 
     def start(self, kubeconfig: Path) -> None:
+        if self._events:
+            self._resync(kubeconfig)
         for kind in KINDS:
             proc = subprocess.Popen(
                 [str(kubectl_path(33)), "get", kind, "-A", "--watch", "--output-watch-events",
@@ -65,6 +79,29 @@ class EventLog:
             thread.start()
             self._procs.append(proc)
             self._threads.append(thread)
+
+    def _resync(self, kubeconfig: Path) -> None:
+        """What went while the watches were off: DELETED at the listing's rv."""
+        known = World()
+        for ev in self.events():
+            known.apply(ev)
+        for kind in KINDS:
+            res = subprocess.run(
+                [str(kubectl_path(33)), "get", "--raw", PATHS[kind]], capture_output=True,
+                text=True, timeout=60,
+                env={"KUBECONFIG": str(kubeconfig), "HOME": str(self.home),
+                     "PATH": "/usr/bin:/bin"})
+            if res.returncode != 0:
+                continue
+            listing = json.loads(res.stdout)
+            rv = int(listing.get("metadata", {}).get("resourceVersion") or 0)
+            present = {(kind, (o.get("metadata") or {}).get("namespace", ""),
+                        (o.get("metadata") or {}).get("name", ""))
+                       for o in listing.get("items") or []}
+            with self._lock:
+                for key, obj in known.objects.items():
+                    if key[0] == kind and key not in present:
+                        self._events.append(Event(rv, kind, "DELETED", obj))
 
     def stop(self) -> None:
         for proc in self._procs:

@@ -36,6 +36,7 @@ import threading
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -338,6 +339,14 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
     cluster = wait_for(rack, "cluster status.release", lambda: (
         c := rack.get("cluster", "demo"))["status"].get("release") == TARGET and c, timeout=120)
     assert cluster["spec"]["release"] == TARGET
+    # A backup of the control plane was taken before the first step started.
+    backup = rack.get("controlplanebackup", plan["status"]["backup"])
+    assert backup["spec"]["reason"] == "PreUpdate", backup
+    assert backup["status"]["phase"] == "Completed" and backup["status"]["verifiedAt"]
+    first_start = min(m["startedAt"] for m in plan["status"]["machines"] if m.get("startedAt"))
+    assert backup["status"]["completedAt"] <= first_start, (backup["status"], first_start)
+    assert (_condition(plan, "BackupTaken") or {}).get("status") == "True"
+    assert Path(backup["status"]["file"]).is_file()
     boots_after = _boot_ids(rack)
     for name in ALL_MACHINES:
         if name == "demo-worker-2":

@@ -154,6 +154,9 @@ def test_log_in_shows_the_overview(console: Console, rack: Rack) -> None:
         timeout=30 * SECOND)
     expect(page.get_by_role("list", name="Hosts by state").get_by_role("listitem").first
            ).to_be_visible(timeout=30 * SECOND)
+    expect(page.get_by_role("heading", name="Backups")).to_be_visible()
+    expect(page.get_by_role("table", name="Backups").or_(
+        page.get_by_text("No backup yet"))).to_be_visible(timeout=30 * SECOND)
     expect(page.get_by_role("button", name="Log out")).to_be_visible()
     console.screenshot("overview")
 

@@ -81,6 +81,7 @@ export const R = {
   releases: `${G.cluster}/clusterreleases`,
   lcmMachines: `${G.lcm}/lcmmachines`,
   plans: `${G.lcm}/clusterupdateplans`,
+  backups: `${G.lcm}/controlplanebackups`,
   updateGroups: `${G.lcm}/updategroups`,
   nodeMaintenance: `${G.lcm}/nodemaintenancerequests`,
   clusterLocks: `${G.lcm}/clusterworkloadlocks`,

@@ -1,7 +1,8 @@
 // Owns: the overview page — each cluster's status (control-plane health
 // from its master/etcd machines' Nodes, machines ready, release, open
-// update), counts of hosts, machines and volumes by state, and the firing
-// alerts of the Alertmanager racksmith up reads (polled every 10 s).
+// update), counts of hosts, machines and volumes by state, the newest
+// backups of the control plane (ControlPlaneBackups), and the firing alerts
+// of the Alertmanager racksmith up reads (polled every 10 s).
 
 import { alerts, R } from "../api.js";
 import { badge, fill, h, link, progress, section, table } from "../dom.js";
@@ -12,13 +13,16 @@ export function mount(el, _params, _ctx) {
   const infs = {
     clusters: informer(R.clusters), machines: informer(R.machines), hosts: informer(R.hosts),
     nodes: informer(R.nodes), volumes: informer(R.volumes), plans: informer(R.plans),
+    backups: informer(R.backups),
   };
   const clustersBox = h("div");
   const countsBox = h("div", { class: "grid" });
   const alertsBox = h("div");
+  const backupsBox = h("div");
   el.append(h("h1", {}, "Overview"),
             section("Clusters", clustersBox),
             section("Counts by state", countsBox),
+            section("Backups", backupsBox),
             section("Firing alerts", alertsBox));
 
   const render = () => {
@@ -68,6 +72,24 @@ export function mount(el, _params, _ctx) {
         Object.entries(countBy(items, keyFn)).map(([k, n]) =>
           h("div", { class: "count", role: "listitem", "data-name": k },
             h("b", {}, String(n)), badge(k)))));
+    const backups = infs.backups.list().slice().sort((a, b) =>
+      String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)));
+    fill(backupsBox, !infs.backups.synced ? h("p", { class: "muted" }, "Loading…")
+      : !backups.length ? h("p", { class: "muted" }, "No backup yet: racksmith up --backup-every, or create a ControlPlaneBackup (docs/backup.md).")
+      : table({
+        label: "Backups", rowKey: (b) => b.metadata.name,
+        rows: backups.slice(0, 5),
+        columns: [
+          { key: "name", title: "Backup", render: (b) => b.metadata.name },
+          { key: "phase", title: "Phase", render: (b) => {
+            const phase = (b.status || {}).phase || "Pending";
+            return badge(phase, phase === "Completed" ? "ok" : phase === "Failed" ? "err" : "busy");
+          } },
+          { key: "reason", title: "Reason", render: (b) => (b.spec || {}).reason || "Manual" },
+          { key: "rv", title: "Resource version", render: (b) => String((b.status || {}).resourceVersion || "") },
+          { key: "taken", title: "Taken", render: (b) => (b.status || {}).completedAt || b.metadata.creationTimestamp || "" },
+        ],
+      }));
     fill(countsBox,
       counts("Hosts", infs.hosts.list(), hostState, "#/hosts"),
       counts("Machines", machines, (m) => (m.status || {}).phase || "Pending", "#/machines"),
