@@ -39,7 +39,13 @@ from racksmith.apiserver.rbac.hostrestriction import HostRestriction
 from racksmith.apiserver.rbac.rules import RBAC_GROUP
 from racksmith.apiserver.registry import Registry, ResourceInfo
 from racksmith.apiserver.satokens import TokenIssuer
-from racksmith.apiserver.service import PATCH_APPLY, ListOptions, ResourceService, WriteOptions
+from racksmith.apiserver.service import (
+    PATCH_APPLY,
+    PATCH_MERGE,
+    ListOptions,
+    ResourceService,
+    WriteOptions,
+)
 from racksmith.apiserver.store.base import Key
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
@@ -210,6 +216,23 @@ class ApiServer:
                         raise
                     return None
         return None
+
+    async def annotate(self, api_version: str, kind: str, namespace: str, name: str,
+                       annotations: dict[str, str]) -> bool:
+        """Merge ``annotations`` into one object (as the server itself); False
+        when it does not exist."""
+        info = self.registry.find_kind(api_version, kind)
+        if info is None:
+            raise ValueError(f"unknown kind {api_version}/{kind}")
+        try:
+            await self.service.patch(info, namespace, name, PATCH_MERGE,
+                                     {"metadata": {"annotations": annotations}},
+                                     WriteOptions(field_manager="racksmith"))
+        except ApiError as exc:
+            if exc.code == 404:
+                return False
+            raise
+        return True
 
     async def issue_token(self, namespace: str, name: str, seconds: int) -> tuple[str, int]:
         """A token for ServiceAccount ``namespace/name``, signed here (for the

@@ -6,10 +6,13 @@ objects), the controllers' identities (a ServiceAccount and ClusterRole each,
 from what each declares, and their clients: :mod:`racksmith.app.identities`;
 the controllers talk to the server over HTTPS exactly as on a real cluster,
 never as the administrator), the controllers (:func:`build_controllers`,
-with the waits of ``Settings.timings``) and their manager, ``--apply``
-manifests — plus readiness (``/readyz`` is 200 once the API and every
-controller run), ``/metrics`` and clean shutdown on SIGINT/SIGTERM. On
-start the data dir is made private (:func:`racksmith.filemodes.tighten_tree`).
+with the waits of ``Settings.timings``, the backup controller with its
+``LocalSnapshotter``) and their manager, ``--apply`` manifests, and after a
+restore the detaching of the hosts deployed after the backup — plus
+readiness (``/readyz`` is 200 once the API and every controller run),
+``/metrics`` and clean shutdown on SIGINT/SIGTERM. On start the data dir is
+made private (:func:`racksmith.filemodes.tighten_tree`) and locked (one
+server per data dir: :mod:`racksmith.datalock`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -41,6 +45,7 @@ from racksmith.app.services import (
     ironic_settings,
 )
 from racksmith.app.settings import Settings
+from racksmith.backup.archive import REPORT as RESTORE_REPORT
 from racksmith.backup.crypto import load_key
 from racksmith.backup.service import LocalSnapshotter
 from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
@@ -51,7 +56,8 @@ from racksmith.emulator.workloads import ACCESS as WORKLOADS_ACCESS
 from racksmith.emulator.workloads import reference_workloads_controller
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
-from racksmith.kinds.metal import ChecksumType, Image
+from racksmith.kinds.hostannotations import DEPLOYED_AFTER_BACKUP, DETACHED
+from racksmith.kinds.metal import BareMetalHost, ChecksumType, Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.access import Access
@@ -176,6 +182,7 @@ class Racksmith:
         self._server_started = True
         self.on_step(f"API server on {self.server.url}")
         await self._publish_agent_config()
+        await self._apply_restore_report()
         if s.with_ironic and self.with_controllers:
             await self._start_provisioning()
         manifests = list(s.apply)
@@ -210,6 +217,33 @@ class Racksmith:
             self._progress_task = asyncio.create_task(
                 follow_clusters(manager_client, self.on_step), name="cluster-progress")
         self.on_step("ready")
+
+    async def _apply_restore_report(self) -> None:
+        """After a restore: detach the hosts it found deployed after the backup
+        (racksmith.backup.archive), with the annotation that makes the
+        BareMetalHost controller say why; the report is then kept as
+        ``restore-report.applied.json``."""
+        assert self.server is not None
+        path = self.settings.data_dir / RESTORE_REPORT
+        if not path.exists():
+            return
+        try:
+            report = json.loads(path.read_text())
+            hosts = [str(h) for h in report.get("deployedSinceBackup") or []]
+            when = str(report.get("restoredAt") or "")
+        except (OSError, ValueError, AttributeError):
+            log.warning("unreadable %s left as it is", path)
+            return
+        for ref in hosts:
+            namespace, _, name = ref.partition("/")
+            found = await self.server.annotate(
+                BareMetalHost.info.api_version, "BareMetalHost", namespace, name,
+                {DETACHED: f"deployed after the backup restored at {when}",
+                 DEPLOYED_AFTER_BACKUP: when})
+            self.on_step(f"host {ref} was deployed after the restored backup: "
+                         + ("detached; see its RecordMatchesHardware condition" if found
+                            else "not in the backup (enrol it again once checked)"))
+        path.rename(path.with_name("restore-report.applied.json"))
 
     def _snapshotter(self) -> LocalSnapshotter:
         """Where the backup controller writes backups (racksmith.backup.service)."""

@@ -37,7 +37,11 @@ beside it — the backup's parts, plus everything else of the current data dir
 (copied; large files hard-linked) — and swaps it in atomically
 (``renameat2(RENAME_EXCHANGE)``), keeping the previous one as
 ``DATA.pre-restore-<time>``; a failure at any point before the swap leaves
-the data dir exactly as it was.
+the data dir exactly as it was. Hosts Ironic had deployed when the restore
+ran but the backup knew as not deployed — provisioned after the backup — are
+named in ``DATA/restore-report.json``; ``racksmith up`` detaches them at its
+next start, with a condition saying why, so that nothing deploys over them
+unnoticed.
 """
 
 from __future__ import annotations
@@ -379,7 +383,7 @@ def running_here(data_dir: Path) -> str | None:
 def _restored(relative: Path) -> bool:
     text = str(relative)
     return any(text == r or text.startswith(f"{r}/") or text.startswith(f"{r}-")
-               for r in RESTORED) or text == datalock.LOCK_FILE
+               for r in RESTORED) or text in (datalock.LOCK_FILE, REPORT)
 
 
 def _carry_over(old: Path, new: Path) -> None:
@@ -434,11 +438,42 @@ def _exchange(a: Path, b: Path) -> bool:
     return True
 
 
+REPORT = "restore-report.json"
+"""Written into the restored data dir: what the restore found out of step
+with the hardware (read by ``racksmith up`` at its next start)."""
+
+
 @dataclass(frozen=True)
 class Restored:
     data_dir: Path
     previous: Path | None
     manifest: Manifest
+    deployed_since: tuple[str, ...] = ()
+    """Hosts (``namespace/name``) deployed when the restore ran that the
+    backup knew as not deployed: provisioned after the backup."""
+
+
+def _deployed(ironic_db: Path) -> dict[str, str]:
+    """Ironic's node names (``namespace~name``) and provision states."""
+    if not ironic_db.is_file():
+        return {}
+    with contextlib.suppress(sqlite3.DatabaseError):
+        conn = sqlite3.connect(f"file:{ironic_db}?mode=ro", uri=True, timeout=30.0)
+        try:
+            return {str(name): str(state) for name, state in
+                    conn.execute("SELECT name, provision_state FROM nodes WHERE name IS NOT NULL")}
+        finally:
+            conn.close()
+    return {}
+
+
+def deployed_since(current: Path, restored: Path) -> list[str]:
+    """Hosts deployed in Ironic's ``current`` database but not in the
+    ``restored`` one, as ``namespace/name`` (their node names are
+    ``namespace~name``)."""
+    now, then = _deployed(current), _deployed(restored)
+    return sorted(name.replace("~", "/", 1) for name, state in now.items()
+                  if state == "active" and then.get(name) != "active")
 
 
 def restore_backup(path: Path, data_dir: Path, *, key: bytes | None = None,
@@ -465,6 +500,12 @@ def restore_backup(path: Path, data_dir: Path, *, key: bytes | None = None,
             dst.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             shutil.copyfile(parts / part.name, dst)
             os.chmod(dst, 0o600)
+        since = deployed_since(data_dir / IRONIC_DB, new / IRONIC_DB)
+        if since:
+            filemodes.write_private(new / REPORT, json.dumps({
+                "restoredAt": _now().isoformat(timespec="seconds"), "backup": str(path),
+                "resourceVersion": verified.info.manifest.resource_version,
+                "deployedSinceBackup": since}, indent=1))
         os.sync()
         busy = running_here(data_dir) if data_dir.exists() else None
         if busy is not None:
@@ -481,7 +522,7 @@ def restore_backup(path: Path, data_dir: Path, *, key: bytes | None = None,
                 os.rename(new, data_dir)
         else:
             os.rename(new, data_dir)
-        return Restored(data_dir, previous, verified.info.manifest)
+        return Restored(data_dir, previous, verified.info.manifest, tuple(since))
     except BaseException:
         if new.exists():
             shutil.rmtree(new, ignore_errors=True)

@@ -28,6 +28,12 @@ from collections.abc import Mapping
 GROUP_PREFIX = "baremetalhost.metal.racksmith.io"
 PAUSED = f"{GROUP_PREFIX}/paused"
 DETACHED = f"{GROUP_PREFIX}/detached"
+DEPLOYED_AFTER_BACKUP = f"{GROUP_PREFIX}/deployed-after-restored-backup"
+"""Set (with DETACHED) by ``racksmith up`` after a restore on a host Ironic
+had deployed that the restored backup knew as not deployed; its value says
+when. The BareMetalHost controller reports it as condition
+``RecordMatchesHardware`` False; remove both annotations once checked."""
+RECORD_MATCHES_HARDWARE = "RecordMatchesHardware"
 RENDERED_LAYOUT = f"{GROUP_PREFIX}/rendered-layout"
 REBOOT = "reboot.metal.racksmith.io"
 INSPECT = "inspect.metal.racksmith.io"

@@ -1,14 +1,16 @@
 """Backup and restore of a running site, end to end (docs/backup.md).
 
-A rack of its own (``racksmith up`` with two fake-BMC hosts, the examples'
-release and networks, one master and one worker): a backup is taken while
-the controllers run and objects are written; a marker object is made after
-it; the site is stopped and restored; started again, the marker is gone,
-every object of the backup is back, the cluster is Ready again and no host
-was deployed a second time (the virtual datacenter's "image written" lines,
-the hardware's own count, do not grow). Meanwhile the refusals: a restore
-onto the running site, a flipped byte, a wrong key — each with nothing
-changed.
+A rack of its own (``racksmith up`` with three fake-BMC hosts, the
+examples' release and networks, one master and one worker): a backup is
+taken while the controllers run and objects are written; a marker object and
+a third machine (its host deployed) are made after it; the site is stopped
+and restored; started again, the marker and the third machine are gone,
+every object of the backup is back, the cluster is Ready again, no host was
+deployed a second time (the virtual datacenter's "image written" lines, the
+hardware's own count, do not grow) and the host deployed after the backup is
+detached with a condition saying so — not deployed over. Meanwhile the
+refusals: a restore onto the running site, a flipped byte, a wrong key —
+each with nothing changed.
 """
 
 from __future__ import annotations
@@ -31,7 +33,16 @@ MANIFESTS = [EXAMPLES / "00-release.yaml", EXAMPLES / "10-subnets.yaml",
              EXAMPLES / "20-l2template.yaml", EXAMPLES / "30-cluster.yaml",
              Path(__file__).resolve().parent / "manifests" / "backup-machines.yaml"]
 MACHINES = ["demo-master-1", "demo-worker-1"]
-HOSTS = 2
+HOSTS = 3
+LATE = """apiVersion: cluster.racksmith.io/v1alpha1
+kind: Machine
+metadata: {name: demo-worker-2, namespace: default}
+spec:
+  clusterName: demo
+  roles: [node]
+  hostSelector: {matchLabels: {metal.racksmith.io/emulated: "true"}}
+"""
+"""A machine made after the backup: its host is deployed after it."""
 
 pytestmark = [pytest.mark.timeout(1200)]
 
@@ -113,8 +124,19 @@ def test_a_site_restored_from_a_backup_converges_without_deploying_again(
         wrong.write_bytes(b"w" * 32)
         res = racksmith("backup", "verify", str(backup), "--key-file", str(wrong))
         assert res.returncode == 1 and "cannot decrypt" in res.stderr
-        # A marker made after the backup.
+        # A marker and a machine made after the backup.
         rack.kubectl("create", "configmap", "made-after-the-backup")
+        rack.kubectl("apply", "-f", "-", input_text=LATE)
+
+        def late_ready() -> str | None:
+            m = rack.get("machine", "demo-worker-2")
+            if (m.get("status") or {}).get("phase") != "Ready":
+                return None
+            return str(m["status"]["hostRef"]["name"])
+
+        late_host = wait_for(rack, "the late machine Ready", late_ready, timeout=600)
+        deployed = deploys(data)
+        assert deployed == len(MACHINES) + 1
     finally:
         rack.stop()
     # Restore into the stopped site's data dir, start it again.
@@ -125,6 +147,8 @@ def test_a_site_restored_from_a_backup_converges_without_deploying_again(
     try:
         names = {c["metadata"]["name"] for c in rack.get("configmaps")["items"]}
         assert "made-after-the-backup" not in names
+        assert "demo-worker-2" not in {m["metadata"]["name"]
+                                       for m in rack.get("machines")["items"]}
         churn_in_backup = {n for n in in_backup if n.startswith("churn-")}
         restored_churn = {n for n in names if n.startswith("churn-")}
         # everything the backup held is back (the writer went on during the
@@ -136,6 +160,17 @@ def test_a_site_restored_from_a_backup_converges_without_deploying_again(
         assert sum(1 for h in hosts.values()
                    if (h.get("status") or {}).get("provisioning", {}).get("state")
                    == "provisioned") == len(MACHINES)
+        # the host deployed after the backup: detached, with the reason, not deployed over
+
+        def reported() -> dict[str, Any] | None:
+            host = rack.get("baremetalhost", late_host)
+            conds = {c["type"]: c for c in (host.get("status") or {}).get("conditions") or []}
+            cond = conds.get("RecordMatchesHardware")
+            return host if cond and cond["status"] == "False" else None
+
+        host = wait_for(rack, "the late host reported", reported, timeout=120)
+        assert host["status"].get("operationalStatus") == "detached"
+        assert (data / "restore-report.applied.json").exists()
         assert deploys(data) == deployed, "a host was deployed a second time"
         # the guide's example: a backup asked for with kubectl, taken by racksmith up
         for block in guide_blocks("backup.md"):

@@ -31,9 +31,10 @@ from racksmith.controllers.baremetalhost.handlers_teardown import (
     handle_powering_off,
 )
 from racksmith.controllers.baremetalhost.proposal import Proposal
+from racksmith.kinds.hostannotations import RECORD_MATCHES_HARDWARE
 from racksmith.kinds.metal import OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
-from racksmith.runtime.conditions import EventSpec
+from racksmith.runtime.conditions import ConditionSpec, EventSpec
 
 Handler = Callable[[HostContext], Awaitable[Proposal]]
 
@@ -60,9 +61,13 @@ async def decide(ctx: HostContext) -> Proposal:
     if ctx.status.operational_status is OperationalStatus.DETACHED:
         # Re-attached: the backend forgot the host, so the state's handler
         # registers it again (and adopts it if it was provisioned).
+        checked = [ConditionSpec.true(RECORD_MATCHES_HARDWARE, "Attached",
+                                      "attached again by the operator")] \
+            if any(c.type == RECORD_MATCHES_HARDWARE for c in ctx.status.conditions) else []
         return Proposal(
             clear_detached=True,
             requeue_after=0.0,
+            conditions=checked,
             events=[EventSpec("Normal", "Attached", "managed by the provisioner again")],
         )
     return await HANDLERS[ctx.state](ctx)

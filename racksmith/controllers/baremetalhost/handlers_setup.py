@@ -13,9 +13,14 @@ from racksmith.controllers.baremetalhost.provisioning import hardware_summary
 from racksmith.controllers.baremetalhost.states import DELETION_TARGET
 from racksmith.controllers.baremetalhost.steps import ensure_registered, failed, waiting
 from racksmith.kinds import hostannotations as ann
+from racksmith.kinds.hostannotations import (
+    DEPLOYED_AFTER_BACKUP,
+    DETACHED,
+    RECORD_MATCHES_HARDWARE,
+)
 from racksmith.kinds.metal import ErrorType, OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
-from racksmith.runtime.conditions import EventSpec
+from racksmith.runtime.conditions import ConditionSpec, EventSpec
 
 
 def deletion(ctx: HostContext) -> Proposal:
@@ -105,9 +110,16 @@ async def handle_preparing(ctx: HostContext) -> Proposal:
 
 async def handle_detached(ctx: HostContext) -> Proposal:
     """The detached annotation: release the host from the backend without touching
-    the server; once released, a deletion only drops the finalizer."""
+    the server; once released, a deletion only drops the finalizer. A host a
+    restore found deployed after the backup says so in a condition."""
+    mismatch = ctx.annotations.get(DEPLOYED_AFTER_BACKUP)
+    conditions = [ConditionSpec.false(
+        RECORD_MATCHES_HARDWARE, "DeployedAfterBackup",
+        f"the server was deployed after the restored backup was taken ({mismatch}); it "
+        "was detached so that nothing deploys over it: check it, then remove the "
+        f"{DETACHED} and {DEPLOYED_AFTER_BACKUP} annotations")] if mismatch else []
     if ctx.status.operational_status is OperationalStatus.DETACHED:
-        return Proposal(remove_finalizer=ctx.deleting)
+        return Proposal(remove_finalizer=ctx.deleting, conditions=conditions)
     result = await ctx.calls.detach()
     if result.error:
         return failed(ctx, result, ErrorType.DETACH)
@@ -118,6 +130,9 @@ async def handle_detached(ctx: HostContext) -> Proposal:
         forget_registration=True,
         clear_error=True,
         remove_finalizer=ctx.deleting,
+        conditions=conditions,
         events=[EventSpec("Normal", "Detached",
-                          "released from the provisioner; the server was not touched")],
+                          "released from the provisioner; the server was not touched"),
+                *([EventSpec("Warning", "DeployedAfterBackup", conditions[0].message)]
+                  if conditions else [])],
     )

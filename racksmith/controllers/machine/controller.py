@@ -80,7 +80,7 @@ ACCESS = (watches(MACHINES, HOSTS, IPAMHOSTS, LCMMACHINES, NODES, CLUSTERS, RELE
           + writes(SECRETS, "create", "update", "delete")
           + writes(NODES, "update", "delete")
           + writes(PODS, "create", subresource="eviction")
-          + writes(SERVICE_ACCOUNTS, "create") + reads(SERVICE_ACCOUNTS)
+          + writes(SERVICE_ACCOUNTS, "create")
           + tokens_for(n.AGENT_SERVICE_ACCOUNT) + EVENTS)
 """What the controller reads and writes: its ClusterRole (``racksmith.app.identities``).
 It creates the host agents' ServiceAccount and asks for their bound tokens."""

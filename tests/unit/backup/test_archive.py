@@ -264,3 +264,32 @@ def test_the_data_dir_lock_names_its_holder(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert datalock.holder(tmp_path) is None
+
+
+def _ironic(path: Path, nodes: dict[str, str]) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE IF NOT EXISTS nodes (name TEXT, provision_state TEXT)")
+    conn.execute("DELETE FROM nodes")
+    conn.executemany("INSERT INTO nodes VALUES (?, ?)", list(nodes.items()))
+    conn.commit()
+    conn.close()
+
+
+def test_a_restore_names_the_hosts_deployed_after_the_backup(data: Path,
+                                                             tmp_path: Path) -> None:
+    _ironic(data / "ironic" / "ironic.sqlite",
+            {"default~h1": "active", "default~h2": "available", "default~h3": "available"})
+    out = tmp_path / "b.tar"
+    info = create_backup(data, out)
+    assert "ironic/ironic.sqlite" in {p.name for p in info.manifest.parts}
+    # after the backup: h2 deployed, h1 undeployed
+    _ironic(data / "ironic" / "ironic.sqlite",
+            {"default~h1": "available", "default~h2": "active", "default~h3": "available"})
+    done = restore_backup(out, data)
+    assert done.deployed_since == ("default/h2",)
+    report = json.loads((data / archive.REPORT).read_text())
+    assert report["deployedSinceBackup"] == ["default/h2"]
+    assert (data / archive.REPORT).stat().st_mode & 0o777 == 0o600
+    assert done.previous is not None and not (done.previous / archive.REPORT).exists()

@@ -189,7 +189,23 @@ CASES = [
               "status": {"operationalStatus": "detached"}},
          ops=[], check=lambda p: p.remove_finalizer),
     Case("re-attached", S.PROVISIONED, ctx={"status": {"operationalStatus": "detached"}},
-         ops=[], requeue=0.0, check=lambda p: p.clear_detached),
+         ops=[], requeue=0.0, check=lambda p: p.clear_detached and not p.conditions),
+    Case("deployed after the restored backup: detached, said so", S.AVAILABLE,
+         ctx={"annotations": {ann.DETACHED: "x", ann.DEPLOYED_AFTER_BACKUP: "2026-12-04"}},
+         ops=["detach"], check=lambda p: p.conditions[0].type == ann.RECORD_MATCHES_HARDWARE
+         and p.conditions[0].reason == "DeployedAfterBackup"
+         and any(e.reason == "DeployedAfterBackup" for e in p.events)),
+    Case("deployed after the backup, still detached: the condition stays", S.AVAILABLE,
+         ctx={"annotations": {ann.DETACHED: "x", ann.DEPLOYED_AFTER_BACKUP: "2026-12-04"},
+              "status": {"operationalStatus": "detached"}},
+         ops=[], check=lambda p: p.conditions[0].status.value == "False"),
+    Case("checked and attached again: the condition turns True", S.AVAILABLE,
+         ctx={"status": {"operationalStatus": "detached", "conditions": [
+             {"type": ann.RECORD_MATCHES_HARDWARE, "status": "False",
+              "reason": "DeployedAfterBackup", "message": "m",
+              "lastTransitionTime": "2026-12-04T10:00:00Z"}]}},
+         ops=[], requeue=0.0, check=lambda p: p.clear_detached
+         and p.conditions[0].status.value == "True"),
 ]
 
 
