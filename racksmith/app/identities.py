@@ -132,17 +132,25 @@ class _Credential:
 
 
 class Identities:
-    """The clients of the process and of each controller (see the module docstring)."""
+    """The clients of the process and of each controller (see the module docstring).
 
-    def __init__(self, server: str, ca_file: Path | None, issue: Issue,
+    ``issue`` signs the process's own token (``racksmith up``); with
+    ``manager`` instead, the process already has its credentials (``racksmith
+    controllers``: a kubeconfig or the pod's ServiceAccount, renewed by
+    whoever gave them) and ``server``/``ca_file`` are read from it."""
+
+    def __init__(self, server: str, ca_file: Path | None, issue: Issue | None,
                  controllers: list[str], *, token_seconds: int = 6 * 3600,
-                 check_every: float = 60.0) -> None:
+                 check_every: float = 60.0, manager: ApiClient | None = None) -> None:
+        if (issue is None) == (manager is None):
+            raise ValueError("Identities: give exactly one of issue and manager")
         self.server = server
         self.ca_file = ca_file
         self.issue = issue
         self.names = list(controllers)
         self.token_seconds = token_seconds
         self.check_every = check_every
+        self._given = manager
         self._manager: _Credential | None = None
         self._controllers: dict[str, _Credential] = {}
         self._clients: dict[str, Client] = {}
@@ -155,11 +163,23 @@ class Identities:
         assert self._manager is not None, "Identities.start() first"
         return self._manager.api_client
 
+    @classmethod
+    def of_client(cls, manager: ApiClient, controllers: list[str], **kw: Any) -> Identities:
+        """Identities of a process that has its own credentials (``manager``)."""
+        conf = manager.configuration
+        ca = getattr(conf, "ssl_ca_cert", None)
+        return cls(str(conf.host), Path(ca) if ca else None, None, controllers,
+                   manager=manager, **kw)
+
     async def start(self) -> None:
         """Get every token and build every client; then renew them in the background."""
-        token, _ = await self.issue(NAMESPACE, MANAGER, self.token_seconds)
-        self._manager = _Credential(api_client_with_token(self.server, token, self.ca_file),
-                                    token)
+        if self._given is not None:
+            self._manager = _Credential(self._given, "")
+        else:
+            assert self.issue is not None
+            token, _ = await self.issue(NAMESPACE, MANAGER, self.token_seconds)
+            self._manager = _Credential(
+                api_client_with_token(self.server, token, self.ca_file), token)
         self.informers = Informers(self._manager.api_client)
         for name in self.names:
             token = await self._controller_token(name)
@@ -188,7 +208,7 @@ class Identities:
         renewed: list[str] = []
         assert self._manager is not None
         claims = token_claims(self._manager.token)
-        if claims is None or claims.due(t):
+        if self.issue is not None and (claims is None or claims.due(t)):
             token, _ = await self.issue(NAMESPACE, MANAGER, self.token_seconds)
             self._set(self._manager, token)
             renewed.append(MANAGER)
@@ -220,6 +240,6 @@ class Identities:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for credential in [*self._controllers.values(),
-                           *([self._manager] if self._manager else [])]:
+        own = [self._manager] if self._manager is not None and self._given is None else []
+        for credential in [*self._controllers.values(), *own]:
             await credential.api_client.close()

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import typer
+import yaml
 from rich.console import Console
 
 from racksmith import __version__
@@ -191,6 +192,59 @@ def apiserver(
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, log_level=log_level, with_ironic=False)
     _run(Racksmith(settings, with_controllers=False), False)
+
+
+@app.command()
+def controllers(
+    kubeconfig: Path = typer.Option(None, help="Kubeconfig of the process's own identity "
+                                    "(default $KUBECONFIG or ~/.kube/config; in a pod, its "
+                                    "ServiceAccount)."),
+    ironic_url: str = typer.Option(None, help="Ironic's API; without it, no BareMetalHost "
+                                   "controller."),
+    ironic_username: str = typer.Option(None, help="Ironic http_basic user."),
+    ironic_password_file: Path = typer.Option(None, help="File holding its password."),
+    ironic_ca: Path = typer.Option(None, help="CA bundle of Ironic's TLS certificate."),
+    listen: str = typer.Option("127.0.0.1:8081", help="HOST:PORT of /metrics, /healthz "
+                               "and /readyz (port 0: any)."),
+    leader_election: bool = typer.Option(True, help="Hold the Lease "
+                                         "racksmith-system/racksmith-controllers."),
+    service_account_credentials: bool = typer.Option(
+        True, help="Run each controller as its own ServiceAccount (racksmith rbac)."),
+    default_image_url: str = typer.Option(None, help="OS image for releases that name none."),
+    default_image_sha256: str = typer.Option(None, help="Its sha256."),
+    workers: int = typer.Option(4, help="Workers per controller (at most)."),
+    timings: Path = typer.Option(None, help="YAML file overriding controller waits."),
+    log_level: str = typer.Option("info", help="Log level."),
+    log_format: str = typer.Option("console", help="console or json."),
+) -> None:
+    """Run every controller against any Kubernetes API (a real cluster, or racksmith
+    apiserver), with leader election across replicas."""
+    from racksmith.app.standalone import Controllers, ControllersSettings, image_of
+
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit():
+        raise typer.BadParameter("must be HOST:PORT", param_hint="--listen")
+    try:
+        waits = load_timings(timings) if timings is not None else Timings()
+        image = image_of(default_image_url, default_image_sha256)
+    except TimingsError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--timings") from None
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--default-image-sha256") from None
+    password = None
+    if ironic_password_file is not None:
+        try:
+            password = ironic_password_file.read_text().strip()
+        except OSError as exc:
+            raise typer.BadParameter(f"cannot read it: {exc.strerror or exc}",
+                                     param_hint="--ironic-password-file") from None
+    _logging(log_level, log_format)
+    settings = ControllersSettings(
+        kubeconfig=kubeconfig, ironic_url=ironic_url, ironic_username=ironic_username,
+        ironic_password=password, ironic_ca=ironic_ca, listen=(host, int(port)),
+        leader_election=leader_election, service_account_credentials=service_account_credentials,
+        default_image=image, workers=workers, timings=waits)
+    asyncio.run(Controllers(settings).run_forever())
 
 
 @app.command()
@@ -501,6 +555,25 @@ def rbac() -> None:
     """Print the controllers' ServiceAccounts, ClusterRoles and bindings (a
     YAML stream): what each controller may read and write, for a real cluster."""
     sys.stdout.write(render_yaml(identity_objects(ACCESS)))
+
+
+@app.command()
+def manifests(
+    output: Path = typer.Option(..., help="Folder of the kustomize base (created; its "
+                                "files are overwritten)."),
+    image: str = typer.Option("ghcr.io/racksmith/racksmith", help="The controllers' image."),
+    tag: str = typer.Option(__version__, help="Its tag."),
+) -> None:
+    """Write a kustomize base that runs the controllers on a real cluster: CRDs,
+    namespace, least-privilege identities, the Deployment (kubectl apply -k DIR)."""
+    from racksmith.app.deploy import kustomize_base
+
+    output.mkdir(parents=True, exist_ok=True)
+    for name, docs in kustomize_base(ACCESS, image=image, tag=tag).items():
+        text = render_yaml(docs) if isinstance(docs, list) else yaml.safe_dump(
+            docs, sort_keys=False)
+        (output / name).write_text(text)
+        print(output / name)
 
 
 @app.command()

@@ -26,9 +26,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -83,7 +85,8 @@ class IronicClient:
     def __init__(self, base_url: str, *, timeout: float = 30.0,
                  session: aiohttp.ClientSession | None = None,
                  node_cache_ttl: float = 0.0, node_poll_interval: float = 0.0,
-                 node_stale_after: float = 30.0) -> None:
+                 node_stale_after: float = 30.0, auth: aiohttp.BasicAuth | None = None,
+                 ca_file: Path | None = None) -> None:
         """``node_cache_ttl`` > 0 serves :meth:`get_node` from node data at
         most that old: one shared listing of all nodes (one call per period
         for all hosts instead of one per host per poll), or a direct read of
@@ -124,6 +127,11 @@ class IronicClient:
         self.listings = 0
         """Node listings fetched (each one or more paged calls)."""
         self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._auth = auth
+        """http_basic credentials (Ironic's ``auth_strategy = http_basic``, Metal3's)."""
+        self._ssl: ssl.SSLContext | None = (
+            ssl.create_default_context(cafile=str(ca_file)) if ca_file is not None else None)
+        """Trust for an Ironic served over TLS by a private CA."""
         self._session = session
         self._own_session = session is None
         self.calls: Counter[str] = Counter()
@@ -157,7 +165,9 @@ class IronicClient:
                       host: str | None = None) -> Any:
         """One API call; returns the decoded JSON body (None if empty)."""
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
+            self._session = aiohttp.ClientSession(
+                timeout=self._timeout, auth=self._auth,
+                connector=aiohttp.TCPConnector(ssl=self._ssl) if self._ssl else None)
             self._own_session = True
         self._ensure_poller()
         self.total_calls += 1
