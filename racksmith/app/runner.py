@@ -132,6 +132,7 @@ class Racksmith:
     _progress_task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _lock: int | None = None
+    _started: bool = False
     _server_started: bool = False
 
     async def _apply_manifest(self, obj: dict[str, Any]) -> None:
@@ -151,11 +152,15 @@ class Racksmith:
                         "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x),
                         exc.message)
 
+    @property
+    def runs_controllers(self) -> bool:
+        return self.with_controllers and self.settings.run_controllers
+
     def ready(self) -> bool:
         if self.server is None or not self._server_started:
             return False
-        if not self.with_controllers:
-            return True
+        if not self.runs_controllers:
+            return self._started
         return self.manager is not None and self.manager.ready
 
     def _metrics(self) -> bytes:
@@ -192,7 +197,13 @@ class Racksmith:
             self.on_step(f"applying {len(manifests)} manifest path(s)")
             for obj in load_manifests(manifests):
                 await self._apply_manifest(obj)
-        if self.with_controllers:
+        if self.with_controllers and not s.run_controllers:
+            for obj in identity_objects(ACCESS):
+                await self.server.apply(obj, manager="racksmith")
+            self.on_step("controllers not started here (--no-controllers): run "
+                         "`racksmith controllers` with the identity "
+                         "racksmith-system/controller-manager")
+        if self.runs_controllers:
             self.on_step("starting controllers")
             self.identities = await self._start_identities()
             manager_client = self.identities.manager
@@ -216,6 +227,7 @@ class Racksmith:
                 self._manager_task.result()
             self._progress_task = asyncio.create_task(
                 follow_clusters(manager_client, self.on_step), name="cluster-progress")
+        self._started = True
         self.on_step("ready")
 
     async def _apply_restore_report(self) -> None:
@@ -296,6 +308,17 @@ class Racksmith:
         if self.alertmanager_url:
             kind = "built-in" if self.alertmanager is not None else "external"
             self.on_step(f"alert source ({kind}): {self.alertmanager_url}")
+
+    def external(self) -> dict[str, str]:
+        """What a ``racksmith controllers`` process of its own needs to know
+        (``--no-controllers``): Ironic's URL and the default OS image."""
+        out: dict[str, str] = {}
+        if self.ironic is not None:
+            out["ironic"] = self.ironic.url
+        image = self._default_image()
+        if image is not None:
+            out["default-image"] = f"{image.url} {image.checksum}"
+        return out
 
     def _default_image(self) -> Image | None:
         """The OS image for releases that name none: the virtual datacenter's

@@ -72,6 +72,10 @@ class Settings:
     """Serve the web console under /console/ on the API server's port."""
     timings: Timings = field(default_factory=Timings)
     """The waits of the controllers, the provisioner and the reference workloads."""
+    run_controllers: bool = True
+    """False (``--no-controllers``): the API server, Ironic and the virtual
+    datacenter only, with the controllers' identities in place, for a
+    ``racksmith controllers`` process of its own."""
     backup_every: float | None = None
     """Seconds between scheduled backups (``--backup-every``; None: none)."""
     backup_keep: int = 7

@@ -69,6 +69,8 @@ def _run(rs: Racksmith, progress: bool) -> None:
             assert server is not None
             # The kubeconfig path goes to stdout: scripts read it from there.
             print(f"kubeconfig: {server.kubeconfig_path}", flush=True)
+            for key, value in rs.external().items() if not rs.runs_controllers else ():
+                print(f"{key}: {value}", flush=True)
             print(f"readyz: {server.url}/readyz", flush=True)
             if rs.settings.console:
                 print(f"console: {server.url}/console/ (log in with the token in "
@@ -137,6 +139,9 @@ def up(
                                     "better another disk)."),
     backup_key_file: Path = typer.Option(None, help="Encrypt backups with this key file "
                                          "(32 bytes or more, kept away from the backups)."),
+    no_controllers: bool = typer.Option(False, "--no-controllers",
+                                        help="Start no controller (run `racksmith "
+                                        "controllers` as its own process)."),
 ) -> None:
     """Start the API server, Ironic and every controller in the foreground."""
     if emulate_hosts < 0:
@@ -173,7 +178,7 @@ def up(
                         reference_workloads=not no_reference_workloads,
                         console=not no_console, timings=waits, backup_every=every,
                         backup_keep=backup_keep, backup_dir=backup_dir,
-                        backup_key_file=backup_key_file)
+                        backup_key_file=backup_key_file, run_controllers=not no_controllers)
     _run(Racksmith(settings), progress)
 
 
