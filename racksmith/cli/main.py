@@ -40,8 +40,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 console = Console(stderr=True)
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+LOG_FORMATS = ("console", "json")
+
+
 def _logging(level: str, fmt: str = "console") -> None:
-    configure_logging(level, fmt)
+    """Configure logging; an unknown level or format is a usage error (exit 2)
+    naming the valid ones, never a silent fallback."""
+    if level.lower() not in LOG_LEVELS:
+        raise typer.BadParameter(f"{level!r}: must be one of {', '.join(LOG_LEVELS)}",
+                                 param_hint="--log-level")
+    if fmt not in LOG_FORMATS:
+        raise typer.BadParameter(f"{fmt!r}: must be one of {', '.join(LOG_FORMATS)}",
+                                 param_hint="--log-format")
+    configure_logging(level.lower(), fmt)
 
 
 def _private_files() -> None:
@@ -97,7 +109,7 @@ def _run(rs: Racksmith, progress: bool) -> None:
 def up(
     data_dir: Path = typer.Option(None, help="State directory (default $RACKSMITH_DATA_DIR, "
                                   "else ~/.local/share/racksmith)."),
-    port: int = typer.Option(6443, help="API server port on 127.0.0.1 (0 picks one)."),
+    port: int = typer.Option(6443, help="API server port, on the --host address (0 picks one)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     emulate_hosts: int = typer.Option(0, help="Start a virtual datacenter of N hosts and "
                                       "write DIR/emulated-hosts.yaml."),
@@ -185,7 +197,7 @@ def up(
 @app.command()
 def apiserver(
     data_dir: Path = typer.Option(None, help="State directory."),
-    port: int = typer.Option(6443, help="Port on 127.0.0.1 (0 picks one)."),
+    port: int = typer.Option(6443, help="Port, on the --host address (0 picks one)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     insecure_http: bool = typer.Option(False, help="Plain http, anonymous access (tests "
                                        "only)."),
@@ -560,6 +572,32 @@ def rbac() -> None:
     """Print the controllers' ServiceAccounts, ClusterRoles and bindings (a
     YAML stream): what each controller may read and write, for a real cluster."""
     sys.stdout.write(render_yaml(identity_objects(ACCESS)))
+
+
+@app.command()
+def status(
+    kubeconfig: Path = typer.Option(None, help="Kubeconfig (default DATA/kubeconfig of the "
+                                    "data dir, else $KUBECONFIG)."),
+    data_dir: Path = typer.Option(None, help="State directory (for its kubeconfig)."),
+    wait: bool = typer.Option(False, "--wait", help="Wait until everything is Ready."),
+    timeout: str = typer.Option("15m", help="With --wait: give up after this long."),
+) -> None:
+    """The site as a tree (cluster → control plane and workers → machine → host) with
+    the first problem marked; exit code 0 only when everything is Ready."""
+    from racksmith.cli.status import site_status
+
+    try:
+        limit = parse_duration(timeout).total_seconds()
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--timeout") from None
+    config = kubeconfig
+    if config is None:
+        own = (data_dir or default_data_dir()) / "kubeconfig"
+        config = own if own.exists() else None
+    code, lines = asyncio.run(site_status(config, wait=wait, timeout=limit))
+    for line in lines:
+        print(line)
+    raise typer.Exit(code)
 
 
 @app.command()

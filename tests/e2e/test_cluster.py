@@ -83,6 +83,16 @@ def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
     assert set(MACHINES) <= leases
 
 
+def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    res = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "status", "--kubeconfig",
+                          str(rack.server.kubeconfig), "--wait", "--timeout", "2m"],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "cluster default/demo: Ready" in res.stdout
+    assert "control plane: 3/3 Ready" in res.stdout
+    assert "!" not in res.stdout
+
+
 def test_the_data_dir_is_private(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
     """After `racksmith up` brought the cluster up (API server, controllers,
     Ironic, emulator, agents), nothing in the data dir is open to others

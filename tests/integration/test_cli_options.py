@@ -1,0 +1,50 @@
+"""Options of the command line that are wrong are usage errors (exit 2)
+naming the valid values, before anything starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def racksmith(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "racksmith.cli.main", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("command", "option", "value"), [
+    ("apiserver", "--log-level", "chatty"),
+    ("up", "--log-level", "verbose"),
+    ("controllers", "--log-format", "xml"),
+])
+def test_an_unknown_log_level_or_format_is_refused(tmp_path: Path, command: str,
+                                                   option: str, value: str) -> None:
+    extra = ["--data-dir", str(tmp_path / "data")] if command != "controllers" else []
+    res = racksmith(command, option, value, *extra)
+    assert res.returncode == 2, res.stderr
+    assert value in res.stderr and "must be one of" in res.stderr
+    assert not (tmp_path / "data").exists()  # nothing started, nothing written
+
+
+def test_up_refuses_a_bad_backup_interval_and_keep(tmp_path: Path) -> None:
+    res = racksmith("up", "--backup-every", "often", "--data-dir", str(tmp_path / "d"))
+    assert res.returncode == 2 and "not a duration" in res.stderr
+    res = racksmith("up", "--backup-keep", "0", "--data-dir", str(tmp_path / "d"))
+    assert res.returncode == 2 and "1 or more" in res.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_status_exits_non_zero_and_says_why(server_process: object, tmp_path: Path) -> None:
+    from tests.harness.process import ServerProc
+
+    assert isinstance(server_process, ServerProc)
+    res = racksmith("status", "--data-dir", str(server_process.data_dir))
+    assert res.returncode == 1 and "no Cluster yet" in res.stdout
+    res = racksmith("status", "--data-dir", str(server_process.data_dir), "--wait",
+                    "--timeout", "1s")
+    assert res.returncode == 1
+    res = racksmith("status", "--timeout", "soon", "--wait")
+    assert res.returncode == 2 and "not a duration" in res.stderr
