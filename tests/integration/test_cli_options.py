@@ -48,3 +48,13 @@ def test_status_exits_non_zero_and_says_why(server_process: object, tmp_path: Pa
     assert res.returncode == 1
     res = racksmith("status", "--timeout", "soon", "--wait")
     assert res.returncode == 2 and "not a duration" in res.stderr
+
+
+def test_a_second_server_on_a_data_dir_in_use_is_refused(server_process: object) -> None:
+    from tests.harness.process import ServerProc
+
+    assert isinstance(server_process, ServerProc)
+    res = racksmith("apiserver", "--data-dir", str(server_process.data_dir), "--port", "0")
+    assert res.returncode == 1
+    assert f"a Racksmith server runs on {server_process.data_dir}" in res.stderr
+    assert str(server_process.proc.pid) in res.stderr
