@@ -600,6 +600,26 @@ def status(
     raise typer.Exit(code)
 
 
+@app.command("support-dump")
+def support_dump_command(
+    output: Path = typer.Option(None, help="The tarball (default: "
+                                "racksmith-support-<time>.tar.gz here)."),
+    data_dir: Path = typer.Option(None, help="State directory."),
+    kubeconfig: Path = typer.Option(None, help="Kubeconfig (default DATA/kubeconfig)."),
+) -> None:
+    """Everything support needs — objects (Secret values redacted), logs, metrics,
+    versions, settings, the audit tail — in one tarball; never fails for a missing part."""
+    import datetime as dt
+
+    from racksmith.app.supportdump import support_dump
+
+    _private_files()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = output or Path(f"racksmith-support-{stamp}.tar.gz")
+    path = asyncio.run(support_dump(data_dir or default_data_dir(), out, kubeconfig))
+    print(f"support dump: {path} ({path.stat().st_size} bytes)")
+
+
 @app.command()
 def manifests(
     output: Path = typer.Option(..., help="Folder of the kustomize base (created; its "

@@ -330,6 +330,27 @@ class Client:
             if not cont:
                 return items
 
+    async def get_path(self, path: str) -> Obj:
+        """A GET of any API path (discovery documents, a collection), decoded JSON."""
+        return await self._call("GET", path)
+
+    async def get_text(self, path: str) -> str:
+        """A GET of a non-JSON path (``/metrics``), as text."""
+        try:
+            resp: aiohttp.ClientResponse = await self.api_client.call_api(
+                path, "GET", header_params={"Accept": "text/plain"},
+                auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=_TIMEOUT)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise error_from(0, f"no answer from the API server: {type(exc).__name__}") from None
+        try:
+            data = await resp.read()
+        finally:
+            resp.release()
+        if not 200 <= resp.status <= 299:
+            raise error_from(resp.status, data[:4000])
+        return data.decode("utf-8", "replace")
+
     # --- writes ------------------------------------------------------------------
 
     async def create(self, resource: Resource, body: Mapping[str, Any], *,

@@ -18,6 +18,8 @@ import ipaddress
 import os
 import subprocess
 import sys
+import tarfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,6 +93,33 @@ def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]
     assert "cluster default/demo: Ready" in res.stdout
     assert "control plane: 3/3 Ready" in res.stdout
     assert "!" not in res.stdout
+
+
+def test_the_support_dump_holds_no_secret_of_the_demo(
+        rack: Rack, ready: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    out = tmp_path / "support.tar.gz"
+    res = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "support-dump",
+                          "--data-dir", str(rack.data_dir), "--output", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    with tarfile.open(out) as tar:
+        files = {m.name: tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+                 for m in tar.getmembers() if m.isfile()}
+    assert any(name.endswith("objects/metal.racksmith.io/baremetalhosts.yaml")
+               for name in files)
+    assert any(name.endswith("racksmith-agent.log") for name in files)
+    secrets = [line.split(",", 1)[0] for line in
+               (rack.data_dir / "tokens.csv").read_text().splitlines() if line.strip()]
+    secrets += [yaml.safe_load(p.read_text())["token"] for p in
+                (rack.data_dir / "emulator" / "hosts").glob("*/root/etc/racksmith/agent.yaml")]
+    for item in rack.get("secrets", "-A")["items"]:
+        for value in (item.get("data") or {}).values():
+            decoded = base64.b64decode(value).decode("utf-8", "replace")
+            secrets += [v for v in (value, decoded) if len(v) >= 8]
+    assert len(secrets) > 2 * len(ready)
+    everything = "\n".join(files.values())
+    leaked = [s[:6] + "..." for s in secrets if s in everything]
+    assert leaked == []
 
 
 def test_the_data_dir_is_private(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
