@@ -96,6 +96,7 @@ class TokenRenewer:
             try:
                 await self.renew_if_due()
             except (OSError, yaml.YAMLError) as exc:
+                # the type only: a YAML error quotes the config's lines, the token among them
                 log.warning("token renewal failed; the current token stays in use",
-                            error=f"{type(exc).__name__}: {exc}")
+                            error=type(exc).__name__, path=str(self.config_path))
             await wait_event(self.clock, stop, self.check_every)

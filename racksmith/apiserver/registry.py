@@ -139,6 +139,16 @@ class Registry:
                 out[info.storage_key] = info
         return out
 
+    def resource(self, group: str, plural: str) -> ResourceInfo | None:
+        """``group/plural`` in its storage version (any served one if none stores)."""
+        found = None
+        for info in self._by_gvr.values():
+            if info.group == group and info.plural == plural:
+                if info.version == info.storage_version:
+                    return info
+                found = found or info
+        return found
+
     def find_kind(self, api_version: str, kind: str) -> ResourceInfo | None:
         group, _, version = api_version.rpartition("/")
         for info in self._by_gvr.values():

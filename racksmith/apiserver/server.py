@@ -207,15 +207,15 @@ class ApiServer:
 
     async def _lookup(self, group: str, plural: str, namespace: str, name: str) -> Obj | None:
         """One object, for the host restriction (None: it does not exist)."""
-        for info in self.registry.all():
-            if info.group == group and info.plural == plural:
-                try:
-                    return await self.service.get(info, namespace, name)
-                except ApiError as exc:
-                    if exc.code != 404:
-                        raise
-                    return None
-        return None
+        info = self.registry.resource(group, plural)
+        if info is None:
+            return None
+        try:
+            return await self.service.get(info, namespace, name)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            return None
 
     async def annotate(self, api_version: str, kind: str, namespace: str, name: str,
                        annotations: dict[str, str]) -> bool:

@@ -75,7 +75,7 @@ class ServiceAccountAuthenticator:
         if ref in self._uids:
             self._uids.move_to_end(ref)
             return self._uids[ref]
-        info = self._info(group, plural)
+        info = self.registry.resource(group, plural)
         if info is None:
             return None
         writes = self._writes
@@ -87,12 +87,6 @@ class ServiceAccountAuthenticator:
         if writes == self._writes:  # no write of these kinds raced the read
             self._remember(ref, uid)
         return uid
-
-    def _info(self, group: str, plural: str) -> ResourceInfo | None:
-        for info in self.registry.all():
-            if info.group == group and info.plural == plural:
-                return info
-        return None
 
     def _remember(self, ref: _Ref, uid: str | None) -> None:
         self._uids[ref] = uid

@@ -63,7 +63,12 @@ from pathlib import Path
 from typing import Any
 
 from racksmith import __version__, datalock, filemodes
-from racksmith.apiserver.store.sqlite import SCHEMA_VERSION, inspect_file, snapshot_file
+from racksmith.apiserver.store.sqlite import (
+    SCHEMA_VERSION,
+    inspect_file,
+    online_copy,
+    snapshot_file,
+)
 from racksmith.backup.crypto import CannotDecrypt, decrypt_file, encrypt_file, is_encrypted
 
 FORMAT = 1
@@ -179,21 +184,6 @@ def default_name(at: dt.datetime, encrypted: bool) -> str:
     return f"racksmith-{_stamp(at)}.tar" + (".enc" if encrypted else "")
 
 
-def _sqlite_snapshot(src: Path, dst: Path) -> None:
-    """SQLite's online backup of any database (Ironic's), ``dst`` 0600."""
-    filemodes.private_file(dst, create=True)
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=60.0)
-    try:
-        target = sqlite3.connect(str(dst))
-        try:
-            source.backup(target)
-            target.execute("PRAGMA journal_mode=DELETE")
-        finally:
-            target.close()
-    finally:
-        source.close()
-
-
 # ------------------------------------------------------------------ create
 
 
@@ -218,7 +208,7 @@ def create_backup(data_dir: Path, output: Path, *, key: bytes | None = None,
         if ironic.is_file():
             progress("snapshot of Ironic's database")
             (parts / "ironic").mkdir(mode=0o700)
-            _sqlite_snapshot(ironic, parts / IRONIC_DB)
+            online_copy(ironic, parts / IRONIC_DB)
         progress("PKI, tokens and settings")
         for name in COPIED:
             if (data_dir / name).is_file():

@@ -336,19 +336,7 @@ class Client:
 
     async def get_text(self, path: str) -> str:
         """A GET of a non-JSON path (``/metrics``), as text."""
-        try:
-            resp: aiohttp.ClientResponse = await self.api_client.call_api(
-                path, "GET", header_params={"Accept": "text/plain"},
-                auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=_TIMEOUT)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise error_from(0, f"no answer from the API server: {type(exc).__name__}") from None
-        try:
-            data = await resp.read()
-        finally:
-            resp.release()
-        if not 200 <= resp.status <= 299:
-            raise error_from(resp.status, data[:4000])
+        _, data = await self._exchange("GET", path, headers={"Accept": "text/plain"})
         return data.decode("utf-8", "replace")
 
     # --- writes ------------------------------------------------------------------
@@ -454,6 +442,19 @@ class Client:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
+        status, data = await self._exchange(method, path, headers=headers, body=body,
+                                            query=query)
+        if not data:
+            return {}
+        try:
+            out = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ApiError(status, "", "the API server answered with no JSON") from None
+        return out if isinstance(out, dict) else {}
+
+    async def _exchange(self, method: str, path: str, *, headers: dict[str, str],
+                        body: Any = None, query: Query | None = None) -> tuple[int, bytes]:
+        """One request: (status, body) of a 2xx answer; the error model otherwise."""
         try:
             resp: aiohttp.ClientResponse = await self.api_client.call_api(
                 path, method, query_params=query or [], header_params=headers,
@@ -467,13 +468,7 @@ class Client:
             resp.release()
         if not 200 <= resp.status <= 299:
             raise error_from(resp.status, data[:4000])
-        if not data:
-            return {}
-        try:
-            out = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise ApiError(resp.status, "", "the API server answered with no JSON") from None
-        return out if isinstance(out, dict) else {}
+        return resp.status, data
 
 
 _CLIENTS: weakref.WeakKeyDictionary[ApiClient, Client] = weakref.WeakKeyDictionary()

@@ -12,17 +12,14 @@ test_virtual_datacenter, test_emulated_os_boot)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.demo import EXAMPLES, EXTRA, HARDWARE, HOSTS, machines_ready, wait_for
 from tests.e2e.rack import Rack, start_rack
-
-COMPONENTS = "system:serviceaccount:racksmith-system:"
+from tests.harness.audit import component_refusals
 
 
 @pytest.fixture(scope="session")
@@ -36,23 +33,6 @@ def demo_rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
         r.stop()
     refused = component_refusals(data_dir)
     assert refused == [], f"Racksmith components were refused (403): {refused[:20]}"
-
-
-def component_refusals(data_dir: Path) -> list[str]:
-    """The audited 403s of the controllers' and host agents' identities."""
-    out: list[str] = []
-    for log in sorted((data_dir / "audit").glob("audit.log*")):
-        for line in log.read_text().splitlines():
-            ev = json.loads(line)
-            user = ev.get("user") or {}
-            component = str(user.get("username", "")).startswith(COMPONENTS) or \
-                "racksmith:agents" in (user.get("groups") or [])
-            if component and (ev.get("responseStatus") or {}).get("code") == 403:
-                ref = ev.get("objectRef") or {}
-                out.append(f"{user.get('username')} {ev.get('verb')} {ref.get('resource')}"
-                           f"/{ref.get('subresource', '')} {ref.get('namespace', '')}/"
-                           f"{ref.get('name', '')}")
-    return out
 
 
 @pytest.fixture(scope="session")

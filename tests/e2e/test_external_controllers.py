@@ -22,6 +22,7 @@ import yaml
 
 from tests.e2e.demo import wait_for
 from tests.e2e.rack import TIMINGS, Rack, reap
+from tests.harness.audit import component_refusals
 from tests.harness.process import ROOT, start_server
 
 EXAMPLES = ROOT / "examples" / "cluster"
@@ -75,10 +76,7 @@ def test_racksmith_controllers_brings_the_cluster_up_with_its_own_identities(
             return ready(rack)
 
         wait_for(rack, "the machines Ready under racksmith controllers", up, timeout=600)
-        refused = [line for line in subprocess.run(
-            [sys.executable, "-m", "racksmith.cli.main", "audit", "--data-dir", str(data)],
-            capture_output=True, text=True, timeout=60).stdout.splitlines()
-            if "racksmith-system:" in line and line.rstrip().endswith("403")]
+        refused = component_refusals(data)
         assert refused == [], refused
         writers = subprocess.run(
             [sys.executable, "-m", "racksmith.cli.main", "audit", "--user",

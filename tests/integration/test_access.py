@@ -342,3 +342,26 @@ def test_racksmith_rbac_applies_to_a_server(server_process: ServerProc, tmp_path
     assert "clusterrole.rbac.authorization.k8s.io/racksmith:controller-manager" in roles
     assert "secrets" not in admin.ok("get", "clusterrole", "racksmith:controller-manager",
                                      "-o", "yaml")
+
+
+def test_bad_bound_token_requests_are_refused_with_the_reason(
+        server_process: ServerProc, tmp_path: Path) -> None:
+    admin = As(33, server_process.kubeconfig, tmp_path / "admin")
+    admin.ok("apply", "-f", "-", input_text=AGENT_SA + "---\n" + LCM % {"name": "bound-x"})
+    path = "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token"
+
+    def ask(ref: dict[str, str]) -> str:
+        body = tmp_path / "request.json"
+        body.write_text(json.dumps({"apiVersion": "authentication.k8s.io/v1",
+                                    "kind": "TokenRequest", "spec": {"boundObjectRef": ref}}))
+        return admin.refused("create", "--raw", path, "-f", str(body))
+
+    assert "Unsupported value" in ask({"kind": "Deployment", "name": "bound-x"})
+    assert "not found" in ask({"kind": "LCMMachine", "name": "no-such-machine",
+                               "apiVersion": "lcm.racksmith.io/v1alpha1"})
+    assert "does not match the UID in record" in ask(
+        {"kind": "LCMMachine", "name": "bound-x", "uid": "another-uid",
+         "apiVersion": "lcm.racksmith.io/v1alpha1"})
+    assert "Unsupported value" in ask({"kind": "LCMMachine", "name": "bound-x",
+                                       "apiVersion": "lcm.racksmith.io/v9"})
+    admin.ok("delete", "lcmmachine", "bound-x")

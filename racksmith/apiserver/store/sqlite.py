@@ -611,25 +611,30 @@ class StoreFacts:
     """``PRAGMA integrity_check``'s answer: ``["ok"]`` for a sound file."""
 
 
-def snapshot_file(src: Path, dst: Path) -> int:
-    """Copy the store at ``src`` into a new file ``dst`` with SQLite's online
-    backup, in one read transaction (a consistent snapshot at one
-    resourceVersion while the server writes on; never a file copy, which
-    could be torn). ``dst`` is created 0600 and must not exist. Returns the
-    snapshot's resourceVersion."""
+def online_copy(src: Path, dst: Path) -> None:
+    """Copy any SQLite database ``src`` (the store, Ironic's) into a new file
+    ``dst`` (0600, must not exist) with SQLite's online backup, all pages in
+    one step: one read transaction, so a consistent snapshot while writers go
+    on — never a file copy, which could be torn."""
     if dst.exists():
         raise FileExistsError(dst)
     filemodes.private_file(dst, create=True)
-    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=30.0)
+    source = sqlite3.connect(f"file:{src}?mode=ro", uri=True, timeout=60.0)
     try:
         target = sqlite3.connect(str(dst))
         try:
-            source.backup(target)  # all pages in one step: one read transaction
+            source.backup(target)
             target.execute("PRAGMA journal_mode=DELETE")
         finally:
             target.close()
     finally:
         source.close()
+
+
+def snapshot_file(src: Path, dst: Path) -> int:
+    """:func:`online_copy` of the store at ``src``; returns the snapshot's
+    resourceVersion."""
+    online_copy(src, dst)
     return inspect_file(dst, check=False).resource_version
 
 
