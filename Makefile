@@ -7,7 +7,7 @@ IRONIC_VENV := .ironic-venv
 IRONIC_STAMP := $(IRONIC_VENV)/.installed
 IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
 IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fake/__init__.py
-DEBS := xfsprogs genisoimage ipmitool chromium
+DEBS := xfsprogs genisoimage ipmitool chromium etcd-server etcd-client
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install up test test-quick test-unit test-integration test-e2e console-screenshots \

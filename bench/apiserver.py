@@ -121,7 +121,8 @@ def _die_with_parent() -> None:
 
 
 def start_server(data_dir: Path, profile: Path | None = None,
-                 command: tuple[str, ...] = ("apiserver",)) -> Server:
+                 command: tuple[str, ...] = ("apiserver",),
+                 extra: tuple[str, ...] = ()) -> Server:
     """Start ``racksmith <command>`` (default: the API server alone; the
     approach of tests/harness/process.py) on port 0 and wait until /readyz is 200."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -131,7 +132,7 @@ def start_server(data_dir: Path, profile: Path | None = None,
     if profile is not None:
         prefix += ["-m", "cProfile", "-o", str(profile)]
     args = [*prefix, "-m", "racksmith.cli.main", *command, "--data-dir", str(data_dir),
-            "--port", "0"]
+            "--port", "0", *extra]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with log_path.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
@@ -556,10 +557,10 @@ def cpu_text(d: Obj) -> str:
 def build_rows(r: Obj, sizes: Sizes) -> list[tuple[str, str, str, str]]:
     """(metric, result, target, status) rows."""
     rows: list[tuple[str, str, str, str]] = []
-    raw = r["raw_sqlite"]["inserts_per_second"]
-    rows.append((f"raw SQLite inserts (WAL, sync=FULL, 1 commit each), n={r['raw_sqlite']['n']}"
-                 f" (before {r['raw_sqlite']['before_server']:,.0f}/s, after "
-                 f"{r['raw_sqlite']['after_server']:,.0f}/s)", fmt_rate(raw), "reference", ""))
+    ref = r["reference"]
+    rows.append((f"{ref['label']}, n={ref['n']} (before {ref['before_server']:,.0f}/s, after "
+                 f"{ref['after_server']:,.0f}/s)", fmt_rate(ref["per_second"]), "reference",
+                 ""))
     if "creates" in r:
         c = r["creates"]
         ok = c["per_second"] >= TARGET_CREATES_PER_S
@@ -570,8 +571,12 @@ def build_rows(r: Obj, sizes: Sizes) -> list[tuple[str, str, str, str]]:
                      f"{c['p50_ms']:.1f} / {c['p99_ms']:.1f} ms", "", ""))
         rows.append(("  CPU: server / bench client / other processes",
                      cpu_text(c), "", ""))
-        rows.append(("creates/s / raw SQLite inserts/s", f"{r['ratio_creates_to_raw']:.2f}",
-                     "", ""))
+        ratio = r["ratio_creates_to_raw"]
+        if r["store"] == "etcd":
+            rows.append(("creates/s / raw etcd creates/s", f"{ratio:.2f}", ">= 0.3",
+                         "PASS" if ratio >= 0.3 else "FAIL"))
+        else:
+            rows.append(("creates/s / raw SQLite inserts/s", f"{ratio:.2f}", "", ""))
     if "gets" in r:
         g = r["gets"]
         rows.append((f"random gets, n={g['ops']}, C={sizes.concurrency}",
@@ -662,6 +667,10 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Sizes]:
     p.add_argument("--tmpdir", type=Path, help="where the data dirs go (default $TMPDIR)")
     p.add_argument("--profile", type=Path, metavar="PATH",
                    help="run the server under cProfile and write its stats to PATH")
+    p.add_argument("--store", choices=("sqlite", "etcd"), default="sqlite",
+                   help="the server's store: its SQLite file, or a local etcd cluster "
+                   "(reference: raw etcd creates of the same size and concurrency)")
+    p.add_argument("--etcd-members", type=int, default=3, help="members of that cluster")
     a = p.parse_args(argv)
     if a.quick:
         sizes = Sizes(creates=300, concurrency=16, gets=300, list_size=1000, page=100,
@@ -694,12 +703,41 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
                     "platform": platform.platform(), "loadavg_start": os.getloadavg()},
         "params": {**sizes.__dict__, "quick": args.quick}}
-    with tempfile.TemporaryDirectory(prefix="racksmith-bench-", dir=args.tmpdir) as d:
+    results["store"] = args.store
+    with tempfile.TemporaryDirectory(prefix="racksmith-bench-", dir=args.tmpdir) as d, \
+            contextlib.ExitStack() as stack:
         tmp = Path(d)
-        print(f"raw SQLite reference: {sizes.creates} inserts ...", flush=True)
-        raw_before = raw_sqlite_inserts(tmp / "raw-before.db", sizes.creates)
+        extra: tuple[str, ...] = ()
+        if args.store == "etcd":
+            from etcd_bench import raw_etcd_creates
+
+            from racksmith.apiserver.store.etcd import EtcdConfig
+            from racksmith.etcdcluster import LocalEtcdCluster
+            print(f"starting a {args.etcd_members}-member etcd cluster ...", flush=True)
+            cluster = LocalEtcdCluster(tmp / "etcd", args.etcd_members)
+            stack.callback(cluster.stop)
+            cluster.start()
+            tls = cluster.tls
+            assert tls is not None
+            etcd = EtcdConfig(endpoints=tuple(cluster.endpoints), ca_file=tls.ca_file,
+                              cert_file=tls.cert_file, key_file=tls.key_file)
+            extra = ("--etcd-endpoints", ",".join(cluster.endpoints), "--etcd-cafile",
+                     str(tls.ca_file), "--etcd-certfile", str(tls.cert_file),
+                     "--etcd-keyfile", str(tls.key_file))
+            label = (f"raw etcd creates (txn create_revision==0, TLS gRPC, "
+                     f"{args.etcd_members} members, C={sizes.concurrency})")
+
+            def reference(_name: str) -> float:
+                return raw_etcd_creates(etcd, sizes.creates, sizes.concurrency)
+        else:
+            label = "raw SQLite inserts (WAL, sync=FULL, 1 commit each)"
+
+            def reference(name: str) -> float:
+                return raw_sqlite_inserts(tmp / f"{name}.db", sizes.creates)
+        print(f"reference: {label}, {sizes.creates} ...", flush=True)
+        raw_before = reference("raw-before")
         print("starting the API server ...", flush=True)
-        server = start_server(tmp / "server", args.profile)
+        server = start_server(tmp / "server", args.profile, extra=extra)
         try:
             print(f"server {server.url} (pid {server.proc.pid}); running "
                   f"{'quick ' if args.quick else ''}phases ...", flush=True)
@@ -714,17 +752,18 @@ def main(argv: list[str] | None = None) -> int:
                                  "log_errors": server_log_problems(server.log())}
         # The reference again, after the server: disk and CPU contention vary over a run,
         # so the ratio uses the mean of both.
-        print(f"raw SQLite reference again: {sizes.creates} inserts ...", flush=True)
-        raw_after = raw_sqlite_inserts(tmp / "raw-after.db", sizes.creates)
+        print(f"reference again: {sizes.creates} ...", flush=True)
+        raw_after = reference("raw-after")
         raw = (raw_before + raw_after) / 2
-        results["raw_sqlite"] = {"n": sizes.creates, "inserts_per_second": round(raw, 1),
-                                 "before_server": round(raw_before, 1),
-                                 "after_server": round(raw_after, 1)}
+        results["reference"] = {"label": label, "n": sizes.creates,
+                                "per_second": round(raw, 1),
+                                "before_server": round(raw_before, 1),
+                                "after_server": round(raw_after, 1)}
     if "creates" in results and raw > 0:
         results["ratio_creates_to_raw"] = round(results["creates"]["per_second"] / raw, 3)
     problems = collect_problems(results)
     results["problems"] = problems
-    title = (f"racksmith apiserver over HTTPS — {os.cpu_count()} cores, Python "
+    title = (f"racksmith apiserver over HTTPS on {args.store} — {os.cpu_count()} cores, Python "
              f"{platform.python_version()}{' (quick)' if args.quick else ''}")
     print_table(build_rows(results, sizes), title)
     print(f"CPU figures are % of one core (the machine has {os.cpu_count()} cores); load "

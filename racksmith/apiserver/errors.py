@@ -138,3 +138,9 @@ def too_many_requests(message: str, retry_after: int = 1) -> ApiError:
 
 def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", message)
+
+
+def unavailable(message: str, retry_after: int = 1) -> ApiError:
+    """503: the store cannot answer now (kube-apiserver answers the same when
+    etcd has no quorum); clients retry."""
+    return ApiError(503, "ServiceUnavailable", message, retry_after=retry_after)

@@ -291,8 +291,11 @@ def _serving_is_current(
     return True
 
 
-def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")) -> Pki:
-    """Create (first start) or check the CA and serving certificate under ``data_dir/pki``.
+def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost"), *,
+               ca_dir: Path | None = None) -> Pki:
+    """Create (first start) or check the CA and serving certificate under ``data_dir/pki``
+    (the CA under ``ca_dir/pki`` when given: API server replicas share one CA
+    and each has its own serving certificate).
 
     The CA is generated only when neither ``ca.crt`` nor ``ca.key`` exists (or
     the CA is about to expire); the serving certificate is reissued whenever it
@@ -303,7 +306,9 @@ def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")
     ips, names = _normalise_hosts(hosts)
     pki_dir = data_dir / PKI_DIR
     _private_dir(pki_dir)
-    ca_path, ca_key_path = pki_dir / "ca.crt", pki_dir / "ca.key"
+    ca_pki = (ca_dir or data_dir) / PKI_DIR
+    _private_dir(ca_pki)
+    ca_path, ca_key_path = ca_pki / "ca.crt", ca_pki / "ca.key"
     cert_path, key_path = pki_dir / "apiserver.crt", pki_dir / "apiserver.key"
 
     if not ca_path.exists() and not ca_key_path.exists():

@@ -46,7 +46,8 @@ from racksmith.apiserver.service import (
     ResourceService,
     WriteOptions,
 )
-from racksmith.apiserver.store.base import Key
+from racksmith.apiserver.store.base import Key, Store
+from racksmith.apiserver.store.etcd import EtcdConfig, EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 from racksmith.apiserver.users import TokenFile
@@ -73,6 +74,13 @@ class ApiServerConfig:
     max_watches: int = 4096
     """Concurrent watch streams served at most; one more is a 429 with
     Retry-After (each costs a queue and a task)."""
+    etcd: EtcdConfig | None = None
+    """Serve from this etcd cluster instead of ``DATA/store.db``."""
+    shared_dir: Path | None = None
+    """Where the secrets every replica of one site shares live (the CA, the
+    ServiceAccount signing key, the token file): replicas on one etcd each
+    have their own data dir (serving certificate, kubeconfig, audit log) and
+    one shared dir. None: the data dir itself (one server)."""
 
 
 @dataclass
@@ -90,8 +98,15 @@ class ApiServer:
         self.registry = Registry()
         for info in builtin_resources():
             self.registry.add(info)
-        self.store = SqliteStore(self.data_dir / "store.db",
-                                 event_log_size=self.config.event_log_size)
+        self.shared_dir = Path(self.config.shared_dir or self.data_dir)
+        self.store: Store
+        if self.config.etcd is not None:
+            etcd_store = EtcdStore(self.config.etcd, event_log_size=self.config.event_log_size)
+            etcd_store.on_foreign = self._foreign_write
+            self.store = etcd_store
+        else:
+            self.store = SqliteStore(self.data_dir / "store.db",
+                                     event_log_size=self.config.event_log_size)
         self.service = ResourceService(self.store)
         self.lifecycle = Lifecycle(self.service, self.registry)
         self.authorizer = Authorizer()
@@ -132,12 +147,15 @@ class ApiServer:
         # 0700, whatever the umask (see racksmith.filemodes); the files below
         # are written 0600 by pki and the store.
         filemodes.private_dir(self.data_dir)
-        self.token = pki.ensure_admin_token(self.data_dir)
+        shared = self.shared_dir
+        if shared != self.data_dir:
+            filemodes.private_dir(shared)
+        self.token = pki.ensure_admin_token(shared)
         # The one agent token every host shared in earlier releases: host
         # agents now carry tokens bound to their own LCMMachine.
-        pki.drop_user(self.data_dir, pki.AGENT_USER)
-        self.token_file = TokenFile(self.data_dir / pki.TOKENS_FILE)
-        self.sa_tokens = TokenIssuer(self.data_dir / pki.PKI_DIR)
+        pki.drop_user(shared, pki.AGENT_USER)
+        self.token_file = TokenFile(shared / pki.TOKENS_FILE)
+        self.sa_tokens = TokenIssuer(shared / pki.PKI_DIR)
         self.sa_auth = ServiceAccountAuthenticator(self.sa_tokens, self.service, self.registry)
         self.service.hooks.append(self.sa_auth.observe)
         self.audit = AuditLog(self.data_dir)
@@ -147,7 +165,7 @@ class ApiServer:
             hosts = ["127.0.0.1", "localhost"]
             if self.config.host not in hosts:
                 hosts.append(self.config.host)
-            bundle = pki.ensure_pki(self.data_dir, hosts)
+            bundle = pki.ensure_pki(self.data_dir, hosts, ca_dir=shared)
             self.ca_pem = bundle.ca_cert_pem
             ssl_context = bundle.ssl_context()
         await self.store.open()
@@ -181,6 +199,15 @@ class ApiServer:
         pki.write_kubeconfig(self.kubeconfig_path, server=self.url, token=self.token,
                              ca_pem=self.ca_pem)
         log.info("API server listening on %s", self.url)
+
+    async def _foreign_write(self, key: Key, old: Obj | None, new: Obj | None) -> None:
+        """A write another replica made (seen in etcd's watch): the write
+        hooks run here too, so this replica's caches (RBAC, tokens,
+        namespaces, CRDs served, garbage collection) follow it."""
+        group, _, plural = key.resource.partition("/")
+        info = self.registry.resource("" if group == "core" else group, plural)
+        if info is not None:
+            await self.service.observe(info, key, old, new)
 
     async def _observe_rbac(self, info: ResourceInfo, key: Key, _old: Obj | None,
                             new: Obj | None) -> None:

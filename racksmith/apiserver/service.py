@@ -45,6 +45,7 @@ from racksmith.apiserver.selectors import FieldSelector, LabelSelector, Selector
 from racksmith.apiserver.store.base import (
     AlreadyExistsError,
     ConflictError,
+    Expired,
     Key,
     NotFoundError,
     Scope,
@@ -220,8 +221,13 @@ class ResourceService:
                     return ListPage([self.present(info, o) for o in page[0]], page[1])
                 items = [obj] if obj is not None and matches(obj) else []
                 return ListPage([self.present(info, o) for o in items], rv)
-        items, rv, last, remaining = await self._list_filtered(
-            scope, after, opts.limit, matches)
+        try:
+            items, rv, last, remaining = await self._list_filtered(
+                scope, after, opts.limit, matches, token_rv or None)
+        except Expired:
+            raise errors.gone(
+                "The provided continue parameter is too old to display a consistent list "
+                "result. You can start a new list without the continue parameter.") from None
         token = ""
         if last is not None:
             token = self._encode_continue(last, token_rv or rv)
@@ -229,15 +235,17 @@ class ResourceService:
                         remaining if token else None)
 
     async def _list_filtered(self, scope: Scope, after: Key | None, limit: int,
-                             matches: Callable[[Obj], bool]
+                             matches: Callable[[Obj], bool], at_rv: int | None = None
                              ) -> tuple[builtins.list[Obj], int, Key | None, int]:
         out: builtins.list[Obj] = []
         rv = 0
         while True:
             want = (limit - len(out)) if limit else None
-            res = await self.store.list(scope, after=after, limit=want)
+            res = await self.store.list(scope, after=after, limit=want, rv=at_rv)
             if not rv:
                 rv = res.rv
+                # every further chunk at the first one's revision (where kept)
+                at_rv = at_rv or rv
             out.extend(o for o in res.items if matches(o))
             if res.next_name is None:
                 return out, rv, None, 0
@@ -366,6 +374,12 @@ class ResourceService:
                 break
             after = page.next_name
         self._namespaces = found
+
+    async def observe(self, info: ResourceInfo, key: Key, old: Obj | None,
+                      new: Obj | None) -> None:
+        """A write made elsewhere (another replica on the same etcd): the
+        write hooks run as if it had been made here."""
+        await self._run_hooks(info, key, old, new)
 
     async def _run_hooks(self, info: ResourceInfo, key: Key, old: Obj | None,
                          new: Obj | None) -> None:

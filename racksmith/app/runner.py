@@ -36,6 +36,7 @@ from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
 from racksmith.app.manifests import load_manifests
 from racksmith.app.progress import follow_clusters
+from racksmith.app.replicas import Replicas, start_etcd
 from racksmith.app.services import (
     EmulatorService,
     IronicProcess,
@@ -54,6 +55,7 @@ from racksmith.controllers.backup import BackupSchedule, Snapshotter, backup_con
 from racksmith.emulator.alertmanager import BuiltinAlertmanager
 from racksmith.emulator.workloads import ACCESS as WORKLOADS_ACCESS
 from racksmith.emulator.workloads import reference_workloads_controller
+from racksmith.etcdcluster import LocalEtcdCluster
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import all_crds
 from racksmith.kinds.hostannotations import DEPLOYED_AFTER_BACKUP, DETACHED
@@ -132,6 +134,8 @@ class Racksmith:
     _progress_task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _lock: int | None = None
+    etcd_cluster: LocalEtcdCluster | None = None
+    replicas: Replicas | None = None
     _started: bool = False
     _server_started: bool = False
 
@@ -151,6 +155,10 @@ class Racksmith:
             log.warning("--apply left %s %s as it is: %s", obj.get("kind"),
                         "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x),
                         exc.message)
+
+    @property
+    def uses_sqlite(self) -> bool:
+        return self.settings.etcd is None and not self.settings.etcd_members
 
     @property
     def runs_controllers(self) -> bool:
@@ -176,16 +184,36 @@ class Racksmith:
         except datalock.DataDirBusy as exc:
             raise StartupError(str(exc)) from None
         await asyncio.to_thread(filemodes.tighten_tree, s.data_dir)
+        etcd = s.etcd
+        if s.etcd_members:
+            self.on_step(f"starting a {s.etcd_members}-member etcd cluster")
+            try:
+                self.etcd_cluster, local = await asyncio.to_thread(
+                    start_etcd, s.data_dir, s.etcd_members)
+            except (RuntimeError, OSError) as exc:
+                raise StartupError(f"etcd did not start: {exc}") from None
+            etcd = local
+            self.on_step(f"etcd on {', '.join(local.endpoints)}")
         self.on_step("starting the API server")
         self.server = ApiServer(
             ApiServerConfig(data_dir=s.data_dir, host=s.host, port=s.port,
-                            insecure_http=s.insecure_http),
+                            insecure_http=s.insecure_http, etcd=etcd,
+                            shared_dir=s.shared_dir),
             ready=self.ready, metrics=self._metrics,
             extra_routes=console.routes(lambda: self.alertmanager_url) if s.console else [],
             public=console.is_public if s.console else (lambda _path: False))
         await self.server.start(bootstrap=all_crds())
         self._server_started = True
         self.on_step(f"API server on {self.server.url}")
+        if s.apiserver_replicas > 1 and etcd is not None:
+            self.replicas = Replicas(s.data_dir, etcd, s.apiserver_replicas, s.host)
+            try:
+                await self.replicas.start()
+            except RuntimeError as exc:
+                raise StartupError(str(exc)) from None
+            self.replicas.add_contexts(self.server.kubeconfig_path)
+            for replica in self.replicas.replicas:
+                self.on_step(f"API server replica r{replica.index} on {replica.url}")
         await self._publish_agent_config()
         await self._apply_restore_report()
         if s.with_ironic and self.with_controllers:
@@ -213,7 +241,9 @@ class Racksmith:
                 s, manager_client, provisioner=self.provisioner, registry=registry,
                 default_image=self._default_image(), alertmanager_url=self.alertmanager_url,
                 emulated=self.emulator is not None, on_step=self.on_step,
-                client_for=self.identities.client_for, snapshotter=self._snapshotter())
+                client_for=self.identities.client_for,
+                # backups read the SQLite store; etcd is backed up with etcdctl (docs/ha.md)
+                snapshotter=self._snapshotter() if self.uses_sqlite else None)
             self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
@@ -397,8 +427,12 @@ class Racksmith:
             await self.emulator.stop()
         if self._http is not None:
             await self._http.stop()
+        if self.replicas is not None:
+            await self.replicas.stop()
         if self.server is not None:
             await self.server.stop()
+        if self.etcd_cluster is not None:
+            await asyncio.to_thread(self.etcd_cluster.stop)
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None

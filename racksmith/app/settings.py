@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from racksmith.apiserver.store.etcd import EtcdConfig
 from racksmith.controllers import ControllerTimings
 from racksmith.emulator.workloads import WorkloadTimings
 from racksmith.ironic.config import IronicPeriodics
@@ -84,3 +85,11 @@ class Settings:
     """Where racksmith up writes backups (None: DATA/backups)."""
     backup_key_file: Path | None = None
     """Encrypt the backups racksmith up takes with this key file."""
+    etcd: EtcdConfig | None = None
+    """Serve the API from this etcd cluster (None: DATA/store.db)."""
+    shared_dir: Path | None = None
+    """The secrets API server replicas share (None: the data dir)."""
+    etcd_members: int = 0
+    """``racksmith up --store etcd``: members of the local etcd cluster it starts."""
+    apiserver_replicas: int = 1
+    """API server processes on that etcd (the first one in this process)."""

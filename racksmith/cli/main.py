@@ -23,6 +23,7 @@ from rich.console import Console
 
 from racksmith import __version__
 from racksmith.apiserver.audit import parse_duration
+from racksmith.apiserver.store.etcd import EtcdConfig
 from racksmith.app.identities import identity_objects
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import ACCESS, Racksmith
@@ -105,6 +106,13 @@ def _run(rs: Racksmith, progress: bool) -> None:
         raise typer.Exit(1) from None
 
 
+class StoreKind(StrEnum):
+    """Where ``racksmith up`` keeps the API's objects."""
+
+    SQLITE = "sqlite"
+    ETCD = "etcd"
+
+
 @app.command()
 def up(
     data_dir: Path = typer.Option(None, help="State directory (default $RACKSMITH_DATA_DIR, "
@@ -154,8 +162,26 @@ def up(
     no_controllers: bool = typer.Option(False, "--no-controllers",
                                         help="Start no controller (run `racksmith "
                                         "controllers` as its own process)."),
+    store: StoreKind = typer.Option(StoreKind.SQLITE, help="sqlite (DATA/store.db, one "
+                                    "process) or etcd (a local etcd cluster, DATA/etcd)."),
+    etcd_members: int = typer.Option(3, help="With --store etcd: members of the local etcd "
+                                     "cluster (1, 3 or 5)."),
+    apiserver_replicas: int = typer.Option(1, help="API server processes (the first in this "
+                                           "one); more than 1 needs --store etcd."),
 ) -> None:
     """Start the API server, Ironic and every controller in the foreground."""
+    use_etcd = store.value == StoreKind.ETCD.value
+    if use_etcd and etcd_members not in (1, 3, 5):
+        raise typer.BadParameter("must be 1, 3 or 5", param_hint="--etcd-members")
+    if apiserver_replicas < 1:
+        raise typer.BadParameter("must be 1 or more", param_hint="--apiserver-replicas")
+    if apiserver_replicas > 1 and not use_etcd:
+        raise typer.BadParameter("replicas share one store: add --store etcd",
+                                 param_hint="--apiserver-replicas")
+    if use_etcd and backup_every is not None:
+        raise typer.BadParameter("backups read the SQLite store; back etcd up with "
+                                 "etcdctl snapshot save (docs/ha.md)",
+                                 param_hint="--backup-every")
     if emulate_hosts < 0:
         raise typer.BadParameter("must be 0 or more", param_hint="--emulate-hosts")
     if emulate_hosts and (no_ironic or ironic_url):
@@ -190,7 +216,9 @@ def up(
                         reference_workloads=not no_reference_workloads,
                         console=not no_console, timings=waits, backup_every=every,
                         backup_keep=backup_keep, backup_dir=backup_dir,
-                        backup_key_file=backup_key_file, run_controllers=not no_controllers)
+                        backup_key_file=backup_key_file, run_controllers=not no_controllers,
+                        etcd_members=etcd_members if use_etcd else 0,
+                        apiserver_replicas=apiserver_replicas)
     _run(Racksmith(settings), progress)
 
 
@@ -202,12 +230,32 @@ def apiserver(
     insecure_http: bool = typer.Option(False, help="Plain http, anonymous access (tests "
                                        "only)."),
     log_level: str = typer.Option("info", help="Log level."),
+    etcd_endpoints: str = typer.Option(None, help="Serve from this etcd cluster (client "
+                                       "URLs, comma-separated) instead of DATA/store.db."),
+    etcd_cafile: Path = typer.Option(None, help="CA bundle of the etcd members."),
+    etcd_certfile: Path = typer.Option(None, help="Client certificate for etcd."),
+    etcd_keyfile: Path = typer.Option(None, help="Its key."),
+    etcd_prefix: str = typer.Option("/racksmith", help="Key prefix in etcd (one per site)."),
+    shared_dir: Path = typer.Option(None, help="Directory of the secrets the replicas of "
+                                    "one site share (CA, ServiceAccount key, token file); "
+                                    "default: the data dir."),
 ) -> None:
-    """Run the embedded API server alone (no controllers)."""
+    """Run the embedded API server alone (no controllers); with --etcd-endpoints,
+    one of several replicas on one etcd cluster."""
     _private_files()
     _logging(log_level)
+    etcd = None
+    if etcd_endpoints:
+        endpoints = tuple(e.strip() for e in etcd_endpoints.split(",") if e.strip())
+        for path, hint in ((etcd_cafile, "--etcd-cafile"), (etcd_certfile, "--etcd-certfile"),
+                           (etcd_keyfile, "--etcd-keyfile")):
+            if path is not None and not path.is_file():
+                raise typer.BadParameter(f"{path} is not a file", param_hint=hint)
+        etcd = EtcdConfig(endpoints=endpoints, ca_file=etcd_cafile, cert_file=etcd_certfile,
+                          key_file=etcd_keyfile, prefix=etcd_prefix)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
-                        insecure_http=insecure_http, log_level=log_level, with_ironic=False)
+                        insecure_http=insecure_http, log_level=log_level, with_ironic=False,
+                        etcd=etcd, shared_dir=shared_dir)
     _run(Racksmith(settings, with_controllers=False), False)
 
 

@@ -69,6 +69,7 @@ from racksmith.apiserver.service import (
     WriteOptions,
     WriteResult,
 )
+from racksmith.apiserver.store.base import StoreUnavailableError
 from racksmith.apiserver.tables import partial_metadata, to_table
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 
@@ -253,6 +254,11 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             return _status_response(err)
         except web.HTTPException:
             raise
+        except StoreUnavailableError as exc:
+            # The store's own words (its endpoints and gRPC code), never the request's.
+            log.warning("store unavailable serving %s %s: %s", request.method,
+                        _printable(request.path), exc)
+            return _status_response(errors.unavailable(f"storage unavailable: {exc}"))
         except Exception as exc:
             # One line, no traceback locals, no request data beyond the verb
             # and the path: the id ties the client's Status to this line.

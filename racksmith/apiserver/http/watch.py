@@ -26,7 +26,7 @@ from aiohttp import web
 from racksmith.apiserver import errors
 from racksmith.apiserver.registry import ResourceInfo
 from racksmith.apiserver.service import ListOptions, ResourceService
-from racksmith.apiserver.store.base import EventType, Expired, WatchEvent
+from racksmith.apiserver.store.base import EventType, Expired, StoreUnavailableError, WatchEvent
 from racksmith.apiserver.tables import partial_metadata, to_table
 
 Obj = dict[str, Any]
@@ -271,6 +271,10 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
             if isinstance(item, Expired):
                 status = errors.gone(f"too old resource version: {since} "
                                      f"({service.store.oldest_rv()})").to_status()
+                await send(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
+                break
+            if isinstance(item, StoreUnavailableError):
+                status = errors.unavailable(f"storage unavailable: {item}").to_status()
                 await send(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
                 break
             if isinstance(item, BaseException):

@@ -108,6 +108,12 @@ class ConflictError(Exception):
     """The precondition resourceVersion does not match the stored one."""
 
 
+class StoreUnavailableError(Exception):
+    """The store cannot answer now (etcd without quorum, unreachable, closed):
+    the HTTP layer answers 503 naming the store. The write may or may not have
+    been applied, as with any timeout."""
+
+
 class Expired(Exception):
     """The requested resourceVersion is older than the event log keeps."""
 
@@ -132,9 +138,12 @@ class Store(Protocol):
         """Return the object. Raises NotFoundError."""
 
     async def list(self, scope: Scope, *, after: Key | None = None,
-                   limit: int | None = None) -> ListResult:
+                   limit: int | None = None, rv: int | None = None) -> ListResult:
         """Objects in ``scope`` ordered by (namespace, name), starting after
-        ``after``, at most ``limit`` of them."""
+        ``after``, at most ``limit`` of them. ``rv`` (a continue token's):
+        read at that resourceVersion where the backend keeps history (etcd;
+        raises Expired once compacted); SQLite keeps none and reads the
+        latest state, as an inconsistent continue would."""
 
     async def create(self, key: Key, obj: Obj) -> Obj:
         """Store a new object; sets ``metadata.resourceVersion``.

@@ -81,6 +81,7 @@ from racksmith.apiserver.store.base import (
     Obj,
     Scope,
     Store,
+    StoreUnavailableError,
     WatchEvent,
 )
 from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
@@ -129,7 +130,7 @@ class StoreCorruptedError(Exception):
     """The database file failed its integrity check on open."""
 
 
-class StoreClosedError(RuntimeError):
+class StoreClosedError(StoreUnavailableError, RuntimeError):
     """The store is not open (never opened, or closing/closed)."""
 
 
@@ -338,8 +339,10 @@ class SqliteStore:
         return result
 
     async def list(self, scope: Scope, *, after: Key | None = None,
-                   limit: int | None = None) -> ListResult:
-        """See :meth:`Store.list`; ``limit`` None or <= 0 means no limit."""
+                   limit: int | None = None, rv: int | None = None) -> ListResult:
+        """See :meth:`Store.list`; ``limit`` None or <= 0 means no limit;
+        ``rv`` is ignored (no history: the continuation reads the latest
+        state)."""
         return await self._read(self._list_sync, scope, after, limit)
 
     def _reader_conn(self) -> sqlite3.Connection:

@@ -1,0 +1,123 @@
+"""kill -9 of the leading ``racksmith controllers`` while hosts provision
+(docs/ha.md, "What is safe to kill"): the standby takes the Lease over within
+its duration, the demo cluster still comes up, and no host is deployed twice
+— counted in Ironic's own log (a deploy starts when a node moves to
+``deploying`` from ``available``)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.demo import wait_for
+from tests.e2e.rack import TIMINGS, Rack, reap
+from tests.harness.process import ROOT, start_server
+
+EXAMPLES = ROOT / "examples" / "cluster"
+MACHINES = ["demo-master-1", "demo-master-2", "demo-master-3", "demo-worker-1",
+            "demo-worker-2", "demo-infra-1"]
+DEPLOY_STARTS = re.compile(r'Node (\S+) moved to provision state "deploying" from state '
+                           r'"available"')
+
+pytestmark = [pytest.mark.timeout(900)]
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def test_the_standby_takes_over_and_nothing_is_deployed_twice(tmp_path: Path) -> None:
+    data = tmp_path / "site"
+    extra = ["--emulate-hosts", str(len(MACHINES)), "--ironic-port", "0", "--hardware",
+             "fake", "--timings", str(TIMINGS), "--no-controllers", "--apply-emulated-hosts",
+             "--apply", str(EXAMPLES)]
+    server = start_server(data, command="up", extra=extra, timeout=240)
+    home = data / "home"
+    home.mkdir(exist_ok=True)
+    rack = Rack(server, data, home)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        text = server.log()
+        ironic = re.search(r"^ironic: (\S+)$", text, re.M)
+        image = re.search(r"^default-image: (\S+) (\S+)$", text, re.M)
+        assert ironic and image, text[-3000:]
+        token = rack.kubectl("create", "token", "controller-manager", "-n",
+                             "racksmith-system", "--duration", "2h").stdout.strip()
+        config = yaml.safe_load(server.kubeconfig.read_text())
+        config["users"][0]["user"] = {"token": token}
+        own = tmp_path / "controller-manager.kubeconfig"
+        own.write_text(yaml.safe_dump(config))
+
+        def start(name: str) -> subprocess.Popen[bytes]:
+            with (tmp_path / f"controllers-{name}.log").open("wb") as out:
+                return subprocess.Popen(
+                    [sys.executable, "-m", "racksmith.cli.main", "controllers",
+                     "--kubeconfig", str(own), "--ironic-url", ironic.group(1),
+                     "--default-image-url", image.group(1), "--default-image-sha256",
+                     image.group(2), "--listen", "127.0.0.1:0", "--timings", str(TIMINGS)],
+                    stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+
+        def lease() -> dict[str, Any]:
+            res = rack.kubectl("get", "lease", "racksmith-controllers", "-n",
+                               "racksmith-system", "-o", "json", check=False)
+            return yaml.safe_load(res.stdout)["spec"] if res.returncode == 0 else {}
+
+        ironic_log = data / "ironic" / "ironic.log"
+
+        def deploys() -> Counter[str]:
+            text = ironic_log.read_text(errors="replace") if ironic_log.exists() else ""
+            return Counter(DEPLOY_STARTS.findall(text))
+
+        procs.append(start("a"))
+        first = wait_for(rack, "the first process leading", lambda: lease().get(
+            "holderIdentity"), timeout=120)
+        procs.append(start("b"))  # the standby
+        wait_for(rack, "a host deploying", lambda: bool(deploys()), timeout=300)
+        before = lease()
+        assert before["holderIdentity"] == first
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait(10)
+        killed_at = time.time()
+
+        def new_holder() -> dict[str, Any] | None:
+            spec = lease()
+            return spec if spec.get("holderIdentity") not in (None, first) else None
+
+        after = wait_for(rack, "the standby holding the Lease", new_holder, timeout=120)
+        # taken over within the lease duration of the leader's last renewal (plus the
+        # standby's retry period and a second of clock rounding)
+        gap = (_time(after["acquireTime"]) - _time(before["renewTime"])).total_seconds()
+        assert gap <= before["leaseDurationSeconds"] + 2 + 1, (gap, before, after)
+        assert _time(after["acquireTime"]).timestamp() >= killed_at - 1
+
+        def all_ready() -> bool:
+            assert procs[1].poll() is None, (tmp_path / "controllers-b.log").read_text()[-4000:]
+            items = {m["metadata"]["name"]: m for m in rack.get("machines")["items"]}
+            return all((items.get(n, {}).get("status") or {}).get("phase") == "Ready"
+                       for n in MACHINES)
+
+        wait_for(rack, "the machines Ready under the standby", all_ready, timeout=600)
+        counted = deploys()
+        assert len(counted) == len(MACHINES), counted
+        assert set(counted.values()) == {1}, f"a host deployed twice: {counted}"
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        rack.stop()
+        reap(data)

@@ -1,0 +1,213 @@
+"""Several API server replicas on one etcd (in this process, each its own
+data dir, one shared dir of secrets): what one replica is told, the others
+serve — objects, watches, CRDs, RBAC, namespaces, ServiceAccount tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+import pytest_asyncio
+import yaml
+
+from racksmith.apiserver.server import ApiServer
+from racksmith.apiserver.store.etcd import EtcdStore
+from racksmith.etcdcluster import LocalEtcdCluster
+from tests.harness.api import serving
+from tests.harness.etcd import etcd_cluster, etcd_config
+from tests.harness.manifests import WIDGET_CRD
+from tests.harness.wait import eventually
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEtcdCluster]:
+    with etcd_cluster(tmp_path_factory.mktemp("etcd"), members=1) as cluster:
+        yield cluster
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def replicas(etcd: LocalEtcdCluster, tmp_path_factory: pytest.TempPathFactory
+                   ) -> AsyncIterator[tuple[ApiServer, ApiServer]]:
+    base = tmp_path_factory.mktemp("replicas")
+    config = etcd_config(etcd, f"/replicas-{uuid.uuid4().hex}")
+    async with serving(base / "a", etcd=config, shared_dir=base / "site") as a, \
+            serving(base / "b", etcd=config, shared_dir=base / "site") as b:
+        yield a, b
+
+
+def headers(server: ApiServer, token: str | None = None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token or server.token}"}
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def http(replicas: tuple[ApiServer, ApiServer]) -> AsyncIterator[aiohttp.ClientSession]:
+    a, _ = replicas
+    assert a.ca_pem is not None
+    conn = aiohttp.TCPConnector(ssl=ssl.create_default_context(cadata=a.ca_pem.decode()))
+    async with aiohttp.ClientSession(connector=conn) as session:
+        yield session
+
+
+async def call(http: aiohttp.ClientSession, server: ApiServer, method: str, path: str,
+               body: Any = None, token: str | None = None) -> tuple[int, Any]:
+    content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    async with http.request(method, server.url + path,
+                            data=orjson.dumps(body) if body is not None else None,
+                            headers={**headers(server, token),
+                                     "Content-Type": content_type}) as resp:
+        return resp.status, await resp.json(content_type=None)
+
+
+async def test_replicas_share_one_ca_and_the_token_file(
+        replicas: tuple[ApiServer, ApiServer], http: aiohttp.ClientSession) -> None:
+    a, b = replicas
+    assert a.ca_pem == b.ca_pem and a.token == b.token
+    assert a.data_dir != b.data_dir and a.kubeconfig_path.exists() and b.kubeconfig_path.exists()
+    status, _ = await call(http, b, "GET", "/api/v1/namespaces/default")
+    assert status == 200
+
+
+async def test_a_watch_on_one_replica_sees_writes_made_through_the_other(
+        replicas: tuple[ApiServer, ApiServer], http: aiohttp.ClientSession) -> None:
+    a, b = replicas
+    status, listed = await call(http, b, "GET", "/api/v1/namespaces/default/configmaps")
+    assert status == 200
+    rv = listed["metadata"]["resourceVersion"]
+    events: list[tuple[str, str, str]] = []
+
+    async def watch() -> None:
+        async with http.get(f"{b.url}/api/v1/namespaces/default/configmaps",
+                            params={"watch": "1", "resourceVersion": rv},
+                            headers=headers(b)) as resp:
+            async for line in resp.content:
+                ev = orjson.loads(line)
+                events.append((ev["type"], ev["object"]["metadata"]["name"],
+                               ev["object"]["metadata"]["resourceVersion"]))
+                if len(events) == 3:
+                    return
+
+    task = asyncio.create_task(watch())
+    await asyncio.sleep(0.1)
+    written = []
+    status, made = await call(http, a, "POST", "/api/v1/namespaces/default/configmaps",
+                              {"metadata": {"name": "cross"}, "data": {"k": "1"}})
+    assert status == 201, made
+    written.append(("ADDED", "cross", made["metadata"]["resourceVersion"]))
+    status, changed = await call(http, a, "PATCH", "/api/v1/namespaces/default/configmaps/cross",
+                                 {"data": {"k": "2"}})
+    written.append(("MODIFIED", "cross", changed["metadata"]["resourceVersion"]))
+    status, _ = await call(http, a, "DELETE", "/api/v1/namespaces/default/configmaps/cross")
+    assert status == 200
+    await asyncio.wait_for(task, 10)
+    assert [e[:2] for e in events] == [("ADDED", "cross"), ("MODIFIED", "cross"),
+                                      ("DELETED", "cross")]
+    assert [e[2] for e in events[:2]] == [w[2] for w in written]
+
+
+async def test_a_crd_created_on_one_replica_is_served_by_the_other(
+        replicas: tuple[ApiServer, ApiServer], http: aiohttp.ClientSession) -> None:
+    a, b = replicas
+    crd = yaml.safe_load(WIDGET_CRD)
+    status, body = await call(http, a, "POST",
+                              "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status in (201, 409), body
+    group = crd["spec"]["group"]
+    version = crd["spec"]["versions"][0]["name"]
+    plural = crd["spec"]["names"]["plural"]
+
+    async def served() -> bool:
+        status, _ = await call(http, b, "GET", f"/apis/{group}/{version}/namespaces/default/"
+                               f"{plural}")
+        return status == 200
+
+    await eventually(served, "replica B serves the CRD made on A", limit=10)
+
+
+async def test_rbac_and_namespaces_written_on_one_replica_hold_on_the_other(
+        replicas: tuple[ApiServer, ApiServer], http: aiohttp.ClientSession) -> None:
+    a, b = replicas
+    ns = f"rb-{uuid.uuid4().hex[:6]}"
+    assert (await call(http, a, "POST", "/api/v1/namespaces",
+                       {"metadata": {"name": ns}}))[0] == 201
+    assert (await call(http, a, "POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+                       {"metadata": {"name": "reader"}}))[0] == 201
+    status, tok = await call(http, a, "POST",
+                             f"/api/v1/namespaces/{ns}/serviceaccounts/reader/token",
+                             {"spec": {"expirationSeconds": 3600}})
+    assert status == 201, tok
+    token = tok["status"]["token"]
+    # issued by A, accepted by B (one signing key); not allowed yet
+    status, _ = await call(http, b, "GET", f"/api/v1/namespaces/{ns}/configmaps", token=token)
+    assert status == 403
+    assert (await call(http, a, "POST",
+                       f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+                       {"metadata": {"name": "read"}, "rules": [
+                           {"apiGroups": [""], "resources": ["configmaps"],
+                            "verbs": ["list"]}]}))[0] == 201
+    assert (await call(http, a, "POST",
+                       f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+                       {"metadata": {"name": "read"},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                    "name": "read"},
+                        "subjects": [{"kind": "ServiceAccount", "name": "reader",
+                                      "namespace": ns}]}))[0] == 201
+
+    async def allowed() -> bool:
+        status, _ = await call(http, b, "GET", f"/api/v1/namespaces/{ns}/configmaps",
+                               token=token)
+        return status == 200
+
+    await eventually(allowed, "replica B enforces the Role made on A", limit=10)
+    # the namespace (made on A) is known to B's namespace check
+    status, made = await call(http, b, "POST", f"/api/v1/namespaces/{ns}/configmaps",
+                              {"metadata": {"name": "x"}})
+    assert status == 201, made
+
+
+async def test_the_replica_follows_other_replicas_writes_only(
+        replicas: tuple[ApiServer, ApiServer], http: aiohttp.ClientSession) -> None:
+    a, b = replicas
+    seen: list[tuple[str, str]] = []
+    store = b.store
+    assert isinstance(store, EtcdStore)
+    hook = store.on_foreign
+    assert hook is not None
+
+    async def recording(key: Any, old: Any, new: Any) -> None:
+        seen.append((key.name, "deleted" if new is None else "written"))
+        await hook(key, old, new)
+
+    store.on_foreign = recording
+    try:
+        for server, name in ((a, "from-a"), (b, "from-b")):
+            status, _ = await call(http, server, "POST", "/api/v1/namespaces/default/configmaps",
+                                   {"metadata": {"name": name}})
+            assert status == 201
+
+        async def followed() -> bool:
+            return ("from-a", "written") in seen
+
+        await eventually(followed, "B follows A's write", limit=10)
+        await asyncio.sleep(0.3)
+        assert ("from-b", "written") not in seen
+    finally:
+        store.on_foreign = hook
+
+
+def _modes(root: Path) -> list[tuple[Path, int]]:
+    return [(p, p.stat().st_mode & 0o777) for p in [root, *root.rglob("*")]]
+
+
+async def test_data_dirs_keep_their_modes(replicas: tuple[ApiServer, ApiServer]) -> None:
+    a, _ = replicas
+    for path, mode in _modes(Path(a.shared_dir)):
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
