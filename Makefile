@@ -78,6 +78,8 @@ console-screenshots: install
 
 bench: install
 	$(BIN)/python bench/apiserver.py
+	$(BIN)/python bench/apiserver.py --store etcd
+	$(BIN)/python bench/etcd_clients.py
 	$(BIN)/python bench/hardening.py
 	$(BIN)/python bench/provisioning.py
 	$(BIN)/python bench/ipam.py

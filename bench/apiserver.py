@@ -11,7 +11,12 @@ token through pooled aiohttp sessions, and measures:
 * watch fan-out: W watchers on one resource x E events (half creates, half
   updates): time until every watcher has received every event;
 * the reference: ``raw_sqlite_inserts`` from ``bench/store_bench.py`` (WAL,
-  ``synchronous=FULL``, one commit per insert) and the ratio creates/s / it.
+  ``synchronous=FULL``, one commit per insert) and the ratio creates/s / it;
+  with ``--store etcd [--etcd-members N]`` the server runs on a local etcd
+  cluster (racksmith.etcdcluster, TLS) and the reference is
+  ``raw_etcd_creates`` from ``bench/etcd_bench.py``: the store's own create
+  transaction, values of a stored ConfigMap's size, the same concurrency, the
+  same TLS gRPC channel (target ratio >= 0.3).
 
 It prints a table (targets: >= 500 creates/s, list of 10k < 1 s; they are
 shown, not enforced: this is a benchmark, not a test) and, with ``--json PATH``,
@@ -21,6 +26,7 @@ is always stopped by PID (SIGTERM, then SIGKILL), and it dies with us
 requests, missing events, timeouts, errors in its log), else 0.
 
     .venv/bin/python bench/apiserver.py [--quick] [--creates N] [--concurrency C]
+                                        [--store sqlite|etcd] [--etcd-members N]
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from racksmith import console, datalock, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
+from racksmith.app.logrotate import LogRotator
 from racksmith.app.manifests import load_manifests
 from racksmith.app.progress import follow_clusters
 from racksmith.app.replicas import Replicas, start_etcd
@@ -135,6 +136,7 @@ class Racksmith:
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _lock: int | None = None
     etcd_cluster: LocalEtcdCluster | None = None
+    log_rotator: LogRotator | None = None
     replicas: Replicas | None = None
     _started: bool = False
     _server_started: bool = False
@@ -204,6 +206,8 @@ class Racksmith:
             public=console.is_public if s.console else (lambda _path: False))
         await self.server.start(bootstrap=all_crds())
         self._server_started = True
+        self.log_rotator = LogRotator(s.data_dir)
+        self.log_rotator.start()
         self.on_step(f"API server on {self.server.url}")
         if s.apiserver_replicas > 1 and etcd is not None:
             self.replicas = Replicas(s.data_dir, etcd, s.apiserver_replicas, s.host)
@@ -427,6 +431,8 @@ class Racksmith:
             await self.emulator.stop()
         if self._http is not None:
             await self._http.stop()
+        if self.log_rotator is not None:
+            await self.log_rotator.stop()
         if self.replicas is not None:
             await self.replicas.stop()
         if self.server is not None:

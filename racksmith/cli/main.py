@@ -24,6 +24,7 @@ from rich.console import Console
 from racksmith import __version__
 from racksmith.apiserver.audit import parse_duration
 from racksmith.apiserver.store.etcd import EtcdConfig
+from racksmith.app import daemon, kubeconfigs
 from racksmith.app.identities import identity_objects
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import ACCESS, Racksmith
@@ -36,7 +37,7 @@ from racksmith.filemodes import PRIVATE_UMASK
 from racksmith.ironic.process import IronicStartError
 from racksmith.kinds.crdgen import all_crds, render_yaml
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Racksmith: Kubernetes on bare metal, driven by kubectl.")
 console = Console(stderr=True)
 
@@ -106,6 +107,45 @@ def _run(rs: Racksmith, progress: bool) -> None:
         raise typer.Exit(1) from None
 
 
+def _detach(data_dir: Path, timeout: float) -> None:
+    """This very ``racksmith up`` command line, without --detach, in the background."""
+    argv = sys.argv[sys.argv.index("up") + 1:] if "up" in sys.argv else []
+    args = [a for a in argv if a != "--detach"]
+    if not any(a == "--data-dir" or a.startswith("--data-dir=") for a in args):
+        args += ["--data-dir", str(data_dir)]
+    _private_files()
+    try:
+        pid, log_path, readyz = daemon.detach(args, data_dir, timeout)
+    except daemon.DetachError as exc:
+        print(f"racksmith: cannot start: {exc}", file=sys.stderr, flush=True)
+        raise typer.Exit(1) from None
+    print(f"racksmith up runs in the background (pid {pid}); logs: {log_path}", flush=True)
+    print(f"kubeconfig: {data_dir / 'kubeconfig'}", flush=True)
+    print(f"readyz: {readyz}", flush=True)
+    print("stop it with: racksmith down"
+          + ("" if data_dir == default_data_dir() else f" --data-dir {data_dir}"), flush=True)
+
+
+@app.command()
+def down(
+    data_dir: Path = typer.Option(None, help="State directory (default $RACKSMITH_DATA_DIR, "
+                                  "else ~/.local/share/racksmith)."),
+    timeout: float = typer.Option(60, help="Seconds racksmith up gets to stop cleanly before "
+                                  "it is killed."),
+) -> None:
+    """Stop everything running on a data dir: racksmith up (or apiserver) and
+    what it started (API server replicas, etcd members, Ironic, the virtual
+    datacenter, host agents); says what it stopped."""
+    target = data_dir or default_data_dir()
+    if not target.is_dir():
+        raise typer.BadParameter(f"{target} is not a directory", param_hint="--data-dir")
+    stopped = daemon.down(target, timeout)
+    for item in stopped:
+        print(item.line())
+    if not stopped:
+        print(f"nothing runs on {target}")
+
+
 class StoreKind(StrEnum):
     """Where ``racksmith up`` keeps the API's objects."""
 
@@ -168,8 +208,13 @@ def up(
                                      "cluster (1, 3 or 5)."),
     apiserver_replicas: int = typer.Option(1, help="API server processes (the first in this "
                                            "one); more than 1 needs --store etcd."),
+    detach: bool = typer.Option(False, "--detach", help="Run in the background (logs in "
+                                "DATA/logs/racksmith-up.log); return once ready. Stop it "
+                                "with racksmith down."),
+    wait_timeout: float = typer.Option(600, help="With --detach: seconds to wait for ready."),
 ) -> None:
-    """Start the API server, Ironic and every controller in the foreground."""
+    """Start the API server, Ironic and every controller (in the foreground, or
+    with --detach in the background)."""
     use_etcd = store.value == StoreKind.ETCD.value
     if use_etcd and etcd_members not in (1, 3, 5):
         raise typer.BadParameter("must be 1, 3 or 5", param_hint="--etcd-members")
@@ -204,6 +249,9 @@ def up(
         raise typer.BadParameter("must be 1 or more", param_hint="--backup-keep")
     if backup_key_file is not None:
         _key(backup_key_file)  # a clear error now rather than at the first backup
+    if detach:
+        _detach(data_dir or default_data_dir(), wait_timeout)
+        return
     _private_files()
     _logging(log_level, log_format)
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
@@ -620,6 +668,34 @@ def rbac() -> None:
     """Print the controllers' ServiceAccounts, ClusterRoles and bindings (a
     YAML stream): what each controller may read and write, for a real cluster."""
     sys.stdout.write(render_yaml(identity_objects(ACCESS)))
+
+
+@app.command()
+def kubeconfig(
+    data_dir: Path = typer.Option(None, help="State directory (default $RACKSMITH_DATA_DIR, "
+                                  "else ~/.local/share/racksmith)."),
+    merge: bool = typer.Option(False, "--merge", help="Add the site's contexts to your "
+                               "kubeconfig instead of printing the file."),
+    into: Path = typer.Option(None, help="With --merge: the kubeconfig to merge into (default "
+                              "the first file of $KUBECONFIG, else ~/.kube/config)."),
+    set_current: bool = typer.Option(True, help="With --merge: make the site's context the "
+                                     "current one."),
+) -> None:
+    """Print the site's kubeconfig, or merge its contexts into yours (kind's habit)."""
+    source = (data_dir or default_data_dir()) / "kubeconfig"
+    if not source.is_file():
+        raise typer.BadParameter(f"{source} does not exist: start racksmith up first",
+                                 param_hint="--data-dir")
+    if not merge:
+        sys.stdout.write(source.read_text())
+        return
+    target = into or kubeconfigs.default_target()
+    try:
+        names = kubeconfigs.merge_file(source, target, set_current=set_current)
+    except kubeconfigs.KubeconfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--into") from None
+    print(f"merged context(s) {', '.join(names)} into {target}"
+          + (f"; current context: {names[0]}" if set_current and names else ""))
 
 
 @app.command()

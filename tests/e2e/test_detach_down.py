@@ -1,0 +1,83 @@
+"""``racksmith up --detach`` returns once the site is ready and leaves it
+running in the background; ``racksmith down`` stops everything of the data
+dir and says what — also after ``racksmith up`` itself was killed -9 and left
+Ironic, the virtual datacenter and the host agents behind (docs/operations.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from racksmith import datalock
+from tests.e2e.rack import TIMINGS, reap
+from tests.harness.process import ROOT
+
+pytestmark = [pytest.mark.timeout(600)]
+
+
+def racksmith(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "racksmith.cli.main", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          stdin=subprocess.DEVNULL)
+
+
+def ours(data: Path) -> list[int]:
+    """Live processes whose command line names the data dir."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if str(data) in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_up_detach_then_down_leaves_nothing_running(tmp_path: Path) -> None:
+    data = tmp_path / "site"
+    up = ["up", "--detach", "--data-dir", str(data), "--port", "0", "--ironic-port", "0",
+          "--emulate-hosts", "2", "--hardware", "fake", "--apply-emulated-hosts",
+          "--timings", str(TIMINGS), "--no-console"]
+    try:
+        started = racksmith(*up)
+        assert started.returncode == 0, started.stderr + started.stdout
+        assert "readyz: https://127.0.0.1:" in started.stdout, started.stdout
+        assert "racksmith down" in started.stdout
+        pid = datalock.holder(data)
+        assert pid and pid in ours(data)
+        assert (data / "logs" / "racksmith-up.log").stat().st_mode & 0o777 == 0o600
+        # a second one on the same data dir is refused, naming the first
+        again = racksmith(*up)
+        assert again.returncode == 1 and f"pid {pid}" in again.stderr, again.stderr
+        assert len(ours(data)) > 2  # Ironic, the virtual datacenter, the host agents
+        stopped = racksmith("down", "--data-dir", str(data))
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"stopped racksmith (the holder of the data dir's lock) (pid {pid}, SIGTERM)" \
+            in stopped.stdout, stopped.stdout
+        assert ours(data) == [], stopped.stdout
+        assert racksmith("down", "--data-dir", str(data)).stdout.startswith("nothing runs")
+
+        # killed -9, racksmith up leaves its children behind: down finds them
+        started = racksmith(*up)
+        assert started.returncode == 0, started.stderr + started.stdout
+        pid = datalock.holder(data)
+        assert pid
+        os.kill(pid, signal.SIGKILL)
+        left = [p for p in ours(data) if p != pid]
+        assert left, "children of racksmith up outlive it"
+        stopped = racksmith("down", "--data-dir", str(data))
+        assert stopped.returncode == 0, stopped.stderr
+        assert "Ironic" in stopped.stdout and "virtual datacenter" in stopped.stdout, \
+            stopped.stdout
+        assert ours(data) == [], stopped.stdout
+    finally:
+        reap(data)
