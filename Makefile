@@ -3,15 +3,18 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 IRONIC_VENV := .ironic-venv
 IRONIC_STAMP := $(IRONIC_VENV)/.installed
 IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
 IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fake/__init__.py
-DEBS := xfsprogs genisoimage ipmitool chromium etcd-server etcd-client
+# What running needs (make up) and what only the tests add (make test).
+DEBS := xfsprogs genisoimage ipmitool etcd-server
+DEV_DEBS := chromium etcd-client
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test test-quick test-unit test-integration test-e2e console-screenshots \
-        bench lint clean debs
+.PHONY: install install-dev up test test-quick test-unit test-integration test-e2e \
+        console-screenshots bench lint clean debs dev-debs
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (default: 2, this
 # project's CI size): one work unit per test module, one for the demo session
@@ -21,7 +24,12 @@ TEST_WORKERS ?= 2
 PYTEST := $(BIN)/pytest -q -p no:cacheprovider
 XDIST := -n $(TEST_WORKERS) --dist loadscope
 
+# `make up`: the package and what it imports, Ironic's env, the Debian tools
+# running needs. `make test` adds the test tools (pytest, mypy, playwright,
+# the official client...) and the browser.
 install: $(STAMP) $(IRONIC_STAMP)
+
+install-dev: install $(DEV_STAMP)
 
 # Ironic and the Redfish emulator run as their own processes, from their own
 # virtual env: their pins (oslo.*, Flask, ...) stay out of ours. Our Ironic
@@ -37,46 +45,58 @@ $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory debs
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e .
 	touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP)
+	@$(MAKE) --no-print-directory dev-debs
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(DEV_STAMP)
+
 debs:
-	@missing=""; for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; \
-	fi
+	@$(call install_debs,$(DEBS))
+
+dev-debs:
+	@$(call install_debs,$(DEV_DEBS))
+
+define install_debs
+missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+if [ -n "$$missing" ]; then \
+  echo "installing Debian packages:$$missing"; \
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null; \
+fi
+endef
 
 up: install
-	$(BIN)/racksmith up --progress --emulate-hosts 6 --apply-emulated-hosts --apply examples/cluster
+	$(BIN)/racksmith up --progress --emulate-hosts 6 --apply-emulated-hosts --apply examples/cluster $(ARGS)
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check racksmith tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 # The one command: lint and every test (what .ci/run calls).
-test: install lint
+test: install-dev lint
 	$(PYTEST) $(XDIST) --durations=25 tests
 
 # The inner loop: unit and integration tests, no lint, no e2e.
-test-quick: install
+test-quick: install-dev
 	$(PYTEST) $(XDIST) --durations=10 tests/unit tests/integration
 
-test-unit: install
+test-unit: install-dev
 	$(PYTEST) $(XDIST) tests/unit
 
-test-integration: install
+test-integration: install-dev
 	$(PYTEST) $(XDIST) --durations=10 tests/integration
 
-test-e2e: install
+test-e2e: install-dev
 	$(PYTEST) $(XDIST) --durations=25 tests/e2e
 
 # Refresh the pictures of docs/console.md (make test writes them to .artifacts/).
-console-screenshots: install
+console-screenshots: install-dev
 	RACKSMITH_SCREENSHOTS=$(CURDIR)/docs/console $(PYTEST) tests/e2e/test_webconsole.py
 
-bench: install
+bench: install-dev
 	$(BIN)/python bench/apiserver.py
 	$(BIN)/python bench/apiserver.py --store etcd
 	$(BIN)/python bench/etcd_clients.py

@@ -36,16 +36,18 @@ from __future__ import annotations
 
 import json
 import logging
+import logging.handlers
 import re
 import sys
 import traceback
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
 import structlog
 from aiohttp.http_exceptions import HttpProcessingError
 
-from racksmith import redact
+from racksmith import filemodes, redact
 
 MAX_FRAMES = 20
 """Frames shown per exception of a chain (the innermost ones)."""
@@ -180,7 +182,31 @@ def _excepthook(kind: type[BaseException], value: BaseException,
     logging.getLogger("racksmith").critical("unhandled exception", exc_info=(kind, value, tb))
 
 
-def configure_logging(level: str = "info", fmt: str = "console") -> None:
+class SafeFileHandler(logging.handlers.RotatingFileHandler):
+    """:class:`SafeStreamHandler`'s rule for a rotated log file (0600: the
+    process runs with the private umask, racksmith.filemodes)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        try:
+            if self.stream is not None:
+                self.stream.write(f"racksmith: a log record of {record.name} "
+                                  f"({record.pathname}:{record.lineno}) could not be "
+                                  f"formatted: {sys.exc_info()[0]}\n")
+                self.flush()
+        except Exception:
+            pass
+
+
+LOG_FILE_BYTES = 10 * 1024 * 1024
+LOG_FILE_BACKUPS = 5
+
+
+def configure_logging(level: str = "info", fmt: str = "console", *,
+                      file: Path | None = None, terminal: bool = True,
+                      extra: list[logging.Handler] | None = None) -> None:
+    """Every record through the formatter above, to stderr (``terminal``),
+    to ``file`` (rotated: :data:`LOG_FILE_BYTES` x :data:`LOG_FILE_BACKUPS`)
+    and to the ``extra`` handlers (the live display's problem line)."""
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
@@ -201,11 +227,20 @@ def configure_logging(level: str = "info", fmt: str = "console") -> None:
         foreign_pre_chain=shared,
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                     exception_to_text, redact_event, renderer, FinalScrub(fmt)])
-    handler = SafeStreamHandler(sys.stderr)
-    handler.setFormatter(formatter)
-    handler.addFilter(BadRequestFilter())
+    handlers: list[logging.Handler] = []
+    if terminal:
+        handlers.append(SafeStreamHandler(sys.stderr))
+    if file is not None:
+        filemodes.private_dir(file.parent)
+        filemodes.private_file(file, create=True)
+        handlers.append(SafeFileHandler(file, maxBytes=LOG_FILE_BYTES,
+                                        backupCount=LOG_FILE_BACKUPS, encoding="utf-8"))
+    handlers += extra or []
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        handler.addFilter(BadRequestFilter())
     root = logging.getLogger()
-    root.handlers = [handler]
+    root.handlers = handlers
     root.setLevel(getattr(logging, level.upper(), logging.INFO))
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     sys.excepthook = _excepthook

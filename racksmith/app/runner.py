@@ -159,6 +159,11 @@ class Racksmith:
                         exc.message)
 
     @property
+    def server_started(self) -> bool:
+        """The API server answers (the controllers may still be starting)."""
+        return self._server_started
+
+    @property
     def uses_sqlite(self) -> bool:
         return self.settings.etcd is None and not self.settings.etcd_members
 
@@ -445,7 +450,8 @@ class Racksmith:
 
     async def run_forever(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP: the terminal went away; stop as cleanly as on Ctrl-C
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, self._stopping.set)
         try:
             await self.start()
@@ -453,5 +459,5 @@ class Racksmith:
         finally:
             self.on_step("stopping")
             await self.stop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 loop.remove_signal_handler(sig)

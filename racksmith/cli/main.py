@@ -10,12 +10,14 @@ the work is done by :mod:`racksmith.app`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 import yaml
@@ -25,6 +27,7 @@ from racksmith import __version__
 from racksmith.apiserver.audit import parse_duration
 from racksmith.apiserver.store.etcd import EtcdConfig
 from racksmith.app import daemon, kubeconfigs
+from racksmith.app.display import LiveDisplay, SiteCounts, site_counts
 from racksmith.app.identities import identity_objects
 from racksmith.app.logs import configure_logging
 from racksmith.app.runner import ACCESS, Racksmith
@@ -36,6 +39,9 @@ from racksmith.emulator.listeners import PortInUse
 from racksmith.filemodes import PRIVATE_UMASK
 from racksmith.ironic.process import IronicStartError
 from racksmith.kinds.crdgen import all_crds, render_yaml
+from racksmith.runtime.client import Client
+from racksmith.runtime.kubeclient import api_client
+from racksmith.runtime.resources import CLUSTERS, HOSTS, MACHINES, PLANS, VOLUMES
 
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Racksmith: Kubernetes on bare metal, driven by kubectl.")
@@ -46,7 +52,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOG_FORMATS = ("console", "json")
 
 
-def _logging(level: str, fmt: str = "console") -> None:
+def _logging(level: str, fmt: str = "console", *, file: Path | None = None,
+             terminal: bool = True, extra: list[logging.Handler] | None = None) -> None:
     """Configure logging; an unknown level or format is a usage error (exit 2)
     naming the valid ones, never a silent fallback."""
     if level.lower() not in LOG_LEVELS:
@@ -55,7 +62,7 @@ def _logging(level: str, fmt: str = "console") -> None:
     if fmt not in LOG_FORMATS:
         raise typer.BadParameter(f"{fmt!r}: must be one of {', '.join(LOG_FORMATS)}",
                                  param_hint="--log-format")
-    configure_logging(level.lower(), fmt)
+    configure_logging(level.lower(), fmt, file=file, terminal=terminal, extra=extra)
 
 
 def _private_files() -> None:
@@ -66,9 +73,12 @@ def _private_files() -> None:
     os.umask(PRIVATE_UMASK)
 
 
-def _run(rs: Racksmith, progress: bool) -> None:
+def _run(rs: Racksmith, progress: bool, live: LiveDisplay | None = None) -> None:
     def step(msg: str) -> None:
-        if progress:
+        if live is not None:
+            live.step(msg)
+            logging.getLogger("racksmith").info(msg)
+        elif progress:
             console.print(f"[bold cyan]•[/] {msg}")
         else:
             logging.getLogger("racksmith").info(msg)
@@ -76,6 +86,10 @@ def _run(rs: Racksmith, progress: bool) -> None:
     rs.on_step = step
 
     async def main() -> None:
+        display: asyncio.Task[None] | None = None
+        counter = _SiteCounter(rs)
+        if live is not None:
+            display = asyncio.create_task(live.run(counter, Console()))
         async def announce() -> None:
             while not rs.ready():  # noqa: ASYNC110 - readiness is a predicate, not an event
                 await asyncio.sleep(0.1)
@@ -89,7 +103,10 @@ def _run(rs: Racksmith, progress: bool) -> None:
             if rs.settings.console:
                 print(f"console: {server.url}/console/ (log in with the token in "
                       f"{server.kubeconfig_path})", flush=True)
-            if progress:
+            if live is not None:
+                live.ready_line = (f"ready: export KUBECONFIG={server.kubeconfig_path}; "
+                                   "kubectl get machines")
+            elif progress:
                 console.print(f"[bold green]ready[/]: export KUBECONFIG={server.kubeconfig_path}"
                               "; kubectl get crds")
 
@@ -98,6 +115,11 @@ def _run(rs: Racksmith, progress: bool) -> None:
             await rs.run_forever()
         finally:
             task.cancel()
+            if display is not None:
+                display.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await display
+            await counter.close()
 
     try:
         asyncio.run(main())
@@ -105,6 +127,31 @@ def _run(rs: Racksmith, progress: bool) -> None:
         # Something to fix before starting again: say what, no traceback.
         print(f"racksmith: cannot start: {exc}", file=sys.stderr, flush=True)
         raise typer.Exit(1) from None
+
+
+class _SiteCounter:
+    """The live display's poll: the site in counts, None until the API is up
+    (read with the site's admin kubeconfig, as ``racksmith status`` does)."""
+
+    def __init__(self, rs: Racksmith) -> None:
+        self.rs = rs
+        self.raw: Any = None
+        self.api: Client | None = None
+
+    async def __call__(self) -> SiteCounts | None:
+        server = self.rs.server
+        if server is None or not self.rs.server_started:
+            return None
+        if self.api is None:
+            self.raw = await api_client(server.kubeconfig_path)
+            self.api = Client(self.raw, field_manager="racksmith-display")
+        lists = [await self.api.list(r, live=True)
+                 for r in (HOSTS, MACHINES, CLUSTERS, VOLUMES, PLANS)]
+        return site_counts(*lists)
+
+    async def close(self) -> None:
+        if self.raw is not None:
+            await self.raw.close()
 
 
 def _detach(data_dir: Path, timeout: float) -> None:
@@ -177,7 +224,11 @@ def up(
                                        "only)."),
     leader_election: bool = typer.Option(True, help="Hold a Lease while running "
                                          "controllers."),
-    progress: bool = typer.Option(False, help="Show a progress display."),
+    progress: bool = typer.Option(False, help="Without a terminal: print each start-up step "
+                                  "and cluster progress as a line (on a terminal the live "
+                                  "display shows them)."),
+    verbose: bool = typer.Option(False, "--verbose", help="Log lines on the terminal instead of "
+                                 "the live display (they always go to DATA/logs/racksmith.log)."),
     log_level: str = typer.Option("info", help="Log level."),
     log_format: str = typer.Option("console", help="console or json."),
     alertmanager_url: str = typer.Option(None, help="Prometheus Alertmanager (v2 API) whose "
@@ -253,8 +304,12 @@ def up(
         _detach(data_dir or default_data_dir(), wait_timeout)
         return
     _private_files()
-    _logging(log_level, log_format)
-    settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
+    site = data_dir or default_data_dir()
+    live = LiveDisplay(str(site / "logs" / "racksmith.log")) \
+        if sys.stdout.isatty() and not verbose else None
+    _logging(log_level, log_format, file=site / "logs" / "racksmith.log",
+             terminal=live is None, extra=[live.problems] if live is not None else None)
+    settings = Settings(data_dir=site, host=host, port=port,
                         insecure_http=insecure_http, emulate_hosts=emulate_hosts,
                         apply_emulated_hosts=apply_emulated_hosts, hardware=hardware,
                         ironic_url=ironic_url,
@@ -267,7 +322,7 @@ def up(
                         backup_key_file=backup_key_file, run_controllers=not no_controllers,
                         etcd_members=etcd_members if use_etcd else 0,
                         apiserver_replicas=apiserver_replicas)
-    _run(Racksmith(settings), progress)
+    _run(Racksmith(settings), progress, live)
 
 
 @app.command()
