@@ -416,3 +416,24 @@ async def test_continue_reads_at_the_first_pages_revision(store: Store) -> None:
     else:
         assert [(o["metadata"]["name"], o["spec"]["v"]) for o in rest.items] == [
             ("p3", 0), ("p4", 1)]
+
+
+async def test_a_live_watch_tells_how_far_it_has_yielded(store: Store) -> None:
+    """A bookmark may name the probe's rv: never beyond an event not yet yielded."""
+    base = store.current_rv()
+    probes: list[Any] = []
+    watch = store.watch(Scope(PODS), base, on_live=probes.append)
+    first = asyncio.create_task(anext(watch))
+    await store.create(Key(NODES, "", "n"), obj("n"))  # out of scope: the probe follows it
+    made = rv_of(await store.create(Key(PODS, "a", "x"), obj("x", "a")))
+    assert (await first).rv == made
+    assert len(probes) == 1
+    await settled(store, made)
+    assert probes[0]() == store.current_rv() >= made  # nothing buffered: the store's rv
+    later = [rv_of(await store.create(Key(PODS, "a", f"y{i}"), obj("y", "a")))
+             for i in range(3)]
+    await settled(store, later[-1])
+    assert probes[0]() == later[0] - 1, "buffered, not yielded: the probe stays below them"
+    assert (await anext(watch)).rv == later[0]
+    assert probes[0]() == later[1] - 1
+    await watch.aclose()

@@ -237,9 +237,16 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     queue: asyncio.Queue[Any] = asyncio.Queue()
     scope = service.scope(info, namespace)
 
+    probes: list[Callable[[], int]] = []
+
+    def safe_rv() -> int:
+        """What a bookmark may name: everything up to it was yielded by the
+        store's watch (and, with the queue empty, sent)."""
+        return probes[0]() if probes and queue.empty() else 0
+
     async def pump() -> None:
         try:
-            async for event in service.store.watch(scope, since):
+            async for event in service.store.watch(scope, since, on_live=probes.append):
                 await queue.put(event)
             await queue.put(None)
         except (Expired, Exception) as exc:
@@ -262,7 +269,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
             if item is _TICK:
                 if params.bookmarks and loop.time() >= next_bookmark:
                     next_bookmark = loop.time() + BOOKMARK_INTERVAL
-                    bm = _bookmark(info, max(last_rv, _safe_rv(service, queue)))
+                    bm = _bookmark(info, max(last_rv, safe_rv()))
                     if not await send(orjson.dumps({"type": "BOOKMARK", "object": bm}) + b"\n"):
                         break
                 continue
@@ -331,11 +338,6 @@ async def _push_front(queue: asyncio.Queue[Any], item: Any) -> None:
     await queue.put(item)
     for other in rest:
         await queue.put(other)
-
-
-def _safe_rv(service: ResourceService, queue: asyncio.Queue[Any]) -> int:
-    """The store's rv is a safe bookmark only when nothing is pending for us."""
-    return service.store.current_rv() if queue.empty() else 0
 
 
 def _bookmark(info: ResourceInfo, rv: int, initial_end: bool = False) -> Obj:

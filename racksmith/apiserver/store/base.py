@@ -14,7 +14,7 @@ raise :class:`Expired` (the HTTP layer answers 410 Gone).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -158,11 +158,16 @@ class Store(Protocol):
         """Remove the object; returns its last state carrying the delete's
         resourceVersion. Raises NotFoundError, ConflictError."""
 
-    def watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
+    def watch(self, scope: Scope, since_rv: int, *,
+              on_live: Callable[[Callable[[], int]], None] | None = None
+              ) -> AsyncIterator[WatchEvent]:
         """Events in ``scope`` with rv > ``since_rv``, first replayed from the
         log, then live, in rv order, until the consumer stops iterating or the
         store closes. Raises Expired (when iteration starts) if ``since_rv`` is
-        older than the log keeps."""
+        older than the log keeps. ``on_live(probe)``: called once the replay is
+        over; ``probe()`` then tells the rv up to which every event in scope
+        has been yielded — what a bookmark may name once those are sent (a
+        quiet watch follows the store's rv)."""
 
     def oldest_rv(self) -> int:
         """The oldest resourceVersion a watch may resume from."""

@@ -643,10 +643,14 @@ class EtcdStore:
 
     # ------------------------------------------------------------------ watch
 
-    def watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
-        return self._watch(scope, since_rv)
+    def watch(self, scope: Scope, since_rv: int, *,
+              on_live: Callable[[Callable[[], int]], None] | None = None
+              ) -> AsyncIterator[WatchEvent]:
+        return self._watch(scope, since_rv, on_live)
 
-    async def _watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, scope: Scope, since_rv: int,
+                     on_live: Callable[[Callable[[], int]], None] | None
+                     ) -> AsyncIterator[WatchEvent]:
         if self._state != "open":
             return
         ring = self._rings.get(scope.resource)
@@ -664,6 +668,9 @@ class EtcdStore:
                 for raw in replay:
                     last = raw.rv
                     yield WatchEvent(raw.type, raw.key, raw.rv, data=raw.data)
+            if on_live is not None:
+                # self._rv moves right after a response's events are published
+                on_live(lambda: sub.caught_up(self._rv))
             while True:
                 live = await sub.get()
                 if live is None:

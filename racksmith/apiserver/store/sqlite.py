@@ -512,10 +512,14 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ watch
 
-    def watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
-        return self._watch(scope, since_rv)
+    def watch(self, scope: Scope, since_rv: int, *,
+              on_live: Callable[[Callable[[], int]], None] | None = None
+              ) -> AsyncIterator[WatchEvent]:
+        return self._watch(scope, since_rv, on_live)
 
-    async def _watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
+    async def _watch(self, scope: Scope, since_rv: int,
+                     on_live: Callable[[Callable[[], int]], None] | None
+                     ) -> AsyncIterator[WatchEvent]:
         if self._state != "open":
             return
         sub = self._hub.subscribe(scope)
@@ -540,6 +544,9 @@ class SqliteStore:
                     break
                 last = rows[-1][0]
             last = max(last, upto)
+            if on_live is not None:
+                # self._rv is set as a batch is published, in the same step
+                on_live(lambda: sub.caught_up(self._rv))
             while True:
                 ev = await sub.get()
                 if ev is None:

@@ -70,6 +70,12 @@ class Subscription:
     def overflowed(self) -> bool:
         return self._overflowed
 
+    def caught_up(self, published: int) -> int:
+        """With ``published`` the rv of the newest event published to the hub:
+        the rv up to which every event for this subscription has been taken
+        by :meth:`get` (just below the first one still buffered)."""
+        return self._buf[0].rv - 1 if self._buf else published
+
     async def get(self) -> RawEvent | None:
         """The next live event; None once the hub is closed and the buffer is
         drained. Raises Expired if the buffer overflowed."""
