@@ -81,6 +81,20 @@ async def test_a_killed_etcd_member_loses_no_acknowledged_write_and_rejoins(
         conn = aiohttp.TCPConnector(ssl=_tls(server.ca_pem))
         async with aiohttp.ClientSession(connector=conn) as http:
             writer = Writer(http, server.url, server.token)
+            watched: set[str] = set()
+
+            async def watch() -> None:
+                async with http.get(f"{server.url}/api/v1/namespaces/default/configmaps",
+                                    params={"watch": "1", "resourceVersion": "0"},
+                                    headers={"Authorization": f"Bearer {server.token}"},
+                                    timeout=aiohttp.ClientTimeout(total=None)) as resp:
+                    async for line in resp.content:
+                        ev = orjson.loads(line)
+                        if ev["type"] == "ADDED":
+                            watched.add(ev["object"]["metadata"]["name"])
+
+            # the replica's one etcd watch must survive the member's death too
+            watching = asyncio.create_task(watch())
             task = asyncio.create_task(writer.run())
             await eventually(lambda: writer.successes() >= 30, "writes before the kill")
             etcd3.kill(0)  # the endpoint the store's channel tries first
@@ -101,6 +115,9 @@ async def test_a_killed_etcd_member_loses_no_acknowledged_write_and_rejoins(
             stored = {o["metadata"]["name"] for o in listed["items"]}
             missing = set(writer.acked) - stored
             assert not missing, f"acknowledged writes lost: {sorted(missing)[:10]}"
+            await eventually(lambda: set(writer.acked) <= watched,
+                             "every acknowledged write seen by the watch opened before the kill")
+            watching.cancel()
             # whatever failed, failed cleanly: a Status, never a 500
             assert all(code in (0, 503, 504) for code, _ in writer.failures), writer.failures
 
