@@ -158,6 +158,20 @@ class Racksmith:
                         "/".join(x for x in (meta.get("namespace"), meta.get("name")) if x),
                         exc.message)
 
+    def _check_store_kind(self) -> None:
+        """A data dir keeps the store it was made with: starting it with the
+        other one would serve an empty site beside the real one."""
+        s = self.settings
+        local_etcd = s.data_dir / "etcd" / "cluster.json"
+        sqlite = s.data_dir / "store.db"
+        if s.etcd_members and sqlite.exists():
+            raise StartupError(f"{s.data_dir} holds a SQLite store ({sqlite}): start it "
+                               "with --store sqlite (the default), or use another data dir "
+                               "for --store etcd")
+        if s.etcd is None and not s.etcd_members and local_etcd.exists():
+            raise StartupError(f"{s.data_dir} holds a local etcd cluster ({local_etcd.parent}): "
+                               "start it with --store etcd, or use another data dir")
+
     @property
     def server_started(self) -> bool:
         """The API server answers (the controllers may still be starting)."""
@@ -191,6 +205,7 @@ class Racksmith:
         except datalock.DataDirBusy as exc:
             raise StartupError(str(exc)) from None
         await asyncio.to_thread(filemodes.tighten_tree, s.data_dir)
+        self._check_store_kind()
         etcd = s.etcd
         if s.etcd_members:
             self.on_step(f"starting a {s.etcd_members}-member etcd cluster")

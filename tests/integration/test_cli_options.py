@@ -3,6 +3,7 @@ naming the valid values, before anything starts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,38 @@ def test_a_second_server_on_a_data_dir_in_use_is_refused(server_process: object)
     assert res.returncode == 1
     assert f"a Racksmith server runs on {server_process.data_dir}" in res.stderr
     assert str(server_process.proc.pid) in res.stderr
+
+
+def _said(res: subprocess.CompletedProcess[str]) -> str:
+    """stderr without the usage box's frame and line breaks."""
+    return " ".join(re.sub("[│╭╮╰╯─]", " ", res.stderr).split())
+
+
+def test_store_options_are_checked_before_anything_starts(tmp_path: Path) -> None:
+    res = racksmith("up", "--apiserver-replicas", "2", "--data-dir", str(tmp_path / "d"))
+    assert res.returncode == 2 and "add --store etcd" in _said(res)
+    res = racksmith("up", "--store", "etcd", "--etcd-members", "2", "--data-dir",
+                    str(tmp_path / "d"))
+    assert res.returncode == 2 and "1, 3 or 5" in _said(res)
+    res = racksmith("up", "--store", "etcd", "--backup-every", "1h", "--data-dir",
+                    str(tmp_path / "d"))
+    assert res.returncode == 2 and "etcdctl snapshot save" in _said(res)
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_data_dir_keeps_the_store_it_was_made_with(tmp_path: Path) -> None:
+    """Starting a SQLite site on etcd (or the reverse) would serve an empty
+    site beside the real one: refused, naming what the data dir holds."""
+    sqlite_site = tmp_path / "sqlite-site"
+    sqlite_site.mkdir(mode=0o700)
+    (sqlite_site / "store.db").write_bytes(b"")
+    res = racksmith("up", "--store", "etcd", "--no-ironic", "--port", "0", "--data-dir",
+                    str(sqlite_site))
+    assert res.returncode == 1 and "holds a SQLite store" in res.stderr, res.stderr
+    assert not (sqlite_site / "etcd").exists()
+    etcd_site = tmp_path / "etcd-site"
+    (etcd_site / "etcd").mkdir(parents=True, mode=0o700)
+    (etcd_site / "etcd" / "cluster.json").write_text("{}")
+    res = racksmith("up", "--no-ironic", "--port", "0", "--data-dir", str(etcd_site))
+    assert res.returncode == 1 and "holds a local etcd cluster" in res.stderr, res.stderr
+    assert not (etcd_site / "store.db").exists()
