@@ -86,7 +86,7 @@ class IronicClient:
                  session: aiohttp.ClientSession | None = None,
                  node_cache_ttl: float = 0.0, node_poll_interval: float = 0.0,
                  node_stale_after: float = 30.0, auth: aiohttp.BasicAuth | None = None,
-                 ca_file: Path | None = None) -> None:
+                 ca_file: Path | None = None, node_poll_idle: float | None = None) -> None:
         """``node_cache_ttl`` > 0 serves :meth:`get_node` from node data at
         most that old: one shared listing of all nodes (one call per period
         for all hosts instead of one per host per poll), or a direct read of
@@ -104,7 +104,11 @@ class IronicClient:
         is newer than our last write to it and at most ``node_stale_after``
         old (a stuck listing falls back to direct reads), else the node is
         read directly. The poller starts with the first call or
-        :meth:`node_changes`, and stops with :meth:`close`."""
+        :meth:`node_changes`, and stops with :meth:`close` — or by itself
+        once nobody listens to :meth:`node_changes` and no call was made for
+        ``node_poll_idle`` seconds (a controllers process that lost its
+        leadership stops listing Ironic); the next call starts it again.
+        ``node_poll_idle`` defaults to ten polling periods, at least 30 s."""
         self.base_url = base_url.rstrip("/")
         self._cache_ttl = node_cache_ttl
         self._cache: dict[str, tuple[float, JsonObject]] = {}
@@ -121,6 +125,10 @@ class IronicClient:
         if node_poll_interval > 0:
             self._cache_ttl = self._stale_after
         self._poller: asyncio.Task[None] | None = None
+        self._poll_idle = node_poll_idle if node_poll_idle is not None \
+            else max(30.0, 10 * node_poll_interval)
+        self._last_use = float("-inf")
+        """When a call was last made (loop time): the poller stops when idle."""
         self._listed: dict[str, JsonObject] = {}
         """node name → its data in the latest listing (what changes are diffed against)."""
         self._subscribers: list[asyncio.Queue[str]] = []
@@ -251,9 +259,18 @@ class IronicClient:
         return self._poll_interval > 0
 
     def _ensure_poller(self) -> None:
-        if self._poll_interval > 0 and self._poller is None:
-            self._poller = asyncio.get_running_loop().create_task(
-                self._poll_nodes(), name="ironic-node-poller")
+        if self._poll_interval <= 0 or (
+                self._poller is not None and asyncio.current_task() is self._poller):
+            return  # the listing's own calls are not a use
+        loop = asyncio.get_running_loop()
+        self._last_use = loop.time()
+        if self._poller is None or self._poller.done():
+            self._poller = loop.create_task(self._poll_nodes(), name="ironic-node-poller")
+
+    @property
+    def polling(self) -> bool:
+        """The background listing runs now."""
+        return self._poller is not None and not self._poller.done()
 
     async def _poll_nodes(self) -> None:
         """List every node on the poll cadence until cancelled; a failed
@@ -277,6 +294,10 @@ class IronicClient:
                 if failing:
                     log.info("listing Ironic nodes again")
                 failing = False
+            if not self._subscribers and loop.time() - self._last_use > self._poll_idle:
+                log.info("no Ironic node reads for a while: the node listing stops until "
+                         "the next one")
+                return
             await asyncio.sleep(max(0.0, self._poll_interval - (loop.time() - started)))
 
     async def node_changes(self) -> AsyncIterator[str]:

@@ -450,3 +450,33 @@ async def test_a_failing_listing_falls_back_to_direct_reads(fake: FakeIronic) ->
         await next_listings(client)  # the poller outlived the failures
         assert await client.get_node(name) is not None
         assert fake.count("GET", f"/v1/nodes/{name}") == direct + 1
+
+
+async def test_the_listing_stops_when_idle_and_starts_again_on_use(fake: FakeIronic) -> None:
+    """A controllers process that lost its leadership makes no more calls and
+    listens to no changes: its listing stops; the next call starts it again."""
+    async with IronicClient(fake.url, node_poll_interval=POLL,
+                            node_poll_idle=POLL * 3) as client:
+        await new_node(client, "metal~a")
+        assert client.polling
+        seen: list[str] = []
+
+        async def collect() -> None:
+            async for name in client.node_changes():
+                seen.append(name)
+
+        task = asyncio.create_task(collect())
+        await next_listings(client, 6)  # a listener keeps it going past the idle time
+        assert client.polling
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        async with asyncio.timeout(30):
+            while client.polling:
+                await asyncio.sleep(POLL / 4)
+        stopped_at = client.listings
+        await asyncio.sleep(POLL * 3)
+        assert client.listings == stopped_at, "no listing while idle"
+        assert await client.get_node("metal~a") is not None
+        assert client.polling
+        await next_listings(client, 1)
