@@ -90,7 +90,9 @@ class Lifecycle:
     # ---- startup --------------------------------------------------------------
 
     async def load(self) -> None:
-        """Serve every stored CRD and index every object (before serving)."""
+        """Serve every stored CRD and index every object (before serving;
+        again after the store lost history: the index starts afresh)."""
+        self.index = OwnerIndex()
         crd_info = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         assert crd_info is not None
         page = await self.service.list(crd_info, None, ListOptions())

@@ -103,6 +103,7 @@ class ApiServer:
         if self.config.etcd is not None:
             etcd_store = EtcdStore(self.config.etcd, event_log_size=self.config.event_log_size)
             etcd_store.on_foreign = self._foreign_write
+            etcd_store.on_reset = self._reload_caches
             self.store = etcd_store
         else:
             self.store = SqliteStore(self.data_dir / "store.db",
@@ -199,6 +200,19 @@ class ApiServer:
         pki.write_kubeconfig(self.kubeconfig_path, server=self.url, token=self.token,
                              ca_pem=self.ca_pem)
         log.info("API server listening on %s", self.url)
+
+    async def _reload_caches(self) -> None:
+        """The store lost the history of writes this replica had not followed
+        yet: reload what is kept in memory from the store as at start."""
+        await self.service.load_namespaces()
+        await self.lifecycle.load()
+        for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
+            info = self.registry.get(RBAC_GROUP, "v1", plural)
+            assert info is not None
+            page = await self.service.list(info, None, ListOptions())
+            self.authorizer.replace(plural, page.items)
+        if self.sa_auth is not None:
+            self.sa_auth.forget()
 
     async def _foreign_write(self, key: Key, old: Obj | None, new: Obj | None) -> None:
         """A write another replica made (seen in etcd's watch): the write

@@ -49,6 +49,10 @@ class ServiceAccountAuthenticator:
         self._uids: OrderedDict[_Ref, str | None] = OrderedDict()
         self._writes = 0
 
+    def forget(self) -> None:
+        """Drop every remembered uid (the store's history was lost: re-read)."""
+        self._uids.clear()
+
     async def user(self, token: str) -> User | None:
         """The user of ``token``, or None when it is not a valid one."""
         claims = self.issuer.verify(token)

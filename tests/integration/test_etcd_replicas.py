@@ -211,3 +211,50 @@ async def test_data_dirs_keep_their_modes(replicas: tuple[ApiServer, ApiServer])
     a, _ = replicas
     for path, mode in _modes(Path(a.shared_dir)):
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+
+
+async def test_a_replica_whose_watch_fell_behind_compaction_resets(
+        etcd: LocalEtcdCluster) -> None:
+    """A replica cut off from etcd for longer than the history kept cannot
+    resume its watch: its watchers expire (clients re-list), it starts again
+    at etcd's revision and reloads its caches (on_reset). The cut is made by
+    stopping the replica's watch task (what a long partition does)."""
+    from racksmith.apiserver.store.base import Expired, Key, Scope
+
+    config = etcd_config(etcd, f"/reset-{uuid.uuid4().hex}")
+    a, b = EtcdStore(config), EtcdStore(config)
+    await a.open()
+    await b.open()
+    resets: list[int] = []
+
+    async def reset() -> None:
+        resets.append(a.current_rv())
+
+    a.on_reset = reset
+    try:
+        pods = "core/pods"
+        first = await b.create(Key(pods, "ns", "p0"), {"metadata": {"name": "p0"}})
+        await a.wait_synced(int(first["metadata"]["resourceVersion"]))
+        watcher = a.watch(Scope(pods), a.current_rv())
+        a._tasks[0].cancel()  # the partition: A's etcd watch stops
+        last = 0
+        for i in range(1, 6):
+            last = int((await b.create(Key(pods, "ns", f"p{i}"),
+                                       {"metadata": {"name": f"p{i}"}}))["metadata"]
+                       ["resourceVersion"])
+        await b.compact(last)
+        a._tasks[0] = asyncio.get_running_loop().create_task(a._watch_loop())  # healed
+        with pytest.raises(Expired):
+            async with asyncio.timeout(10):
+                async for _ in watcher:
+                    pass
+        await eventually(lambda: resets, "A reset its watch", limit=10)
+        assert resets[0] >= last
+        fresh = a.watch(Scope(pods), a.current_rv())
+        made = await b.create(Key(pods, "ns", "after"), {"metadata": {"name": "after"}})
+        async with asyncio.timeout(10):
+            event = await anext(fresh)
+        assert event.key.name == "after" and event.rv == int(made["metadata"]["resourceVersion"])
+    finally:
+        await a.close()
+        await b.close()

@@ -85,6 +85,16 @@ class Authorizer:
         self._cache.clear()
         self.generation += 1
 
+    def replace(self, plural: str, objs: Iterable[Obj]) -> None:
+        """Index exactly ``objs`` for ``plural`` (what was indexed before and
+        is not among them is dropped): a reload from the store."""
+        table = self._objects.get(plural)
+        if table is not None:
+            table.clear()
+            self._cache.clear()
+            self.generation += 1
+        self.load(plural, objs)
+
     def load(self, plural: str, objs: Iterable[Obj]) -> None:
         for obj in objs:
             meta = obj.get("metadata") or {}

@@ -226,6 +226,8 @@ class EtcdStore:
         self.watch_cache_size = max(1, watch_cache_size)
         self.compact_interval = compact_interval
         self.on_foreign: ForeignHook | None = None
+        self.on_reset: Callable[[], Awaitable[None]] | None = None
+        """Called after the watch lost history (see :meth:`_reset_after_compaction`)."""
         base = config.prefix.rstrip("/") + "/registry/"
         self._prefix = base.encode()
         self._hub = WatchHub(watch_queue_size)
@@ -484,7 +486,13 @@ class EtcdStore:
             except asyncio.CancelledError:
                 raise
             except Expired:
-                self._reset_after_compaction()
+                try:
+                    await self._reset_after_compaction()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("etcd watch reset failed (%s); trying again",
+                                type(exc).__name__)
             except Exception as exc:
                 log.warning("etcd watch broke (%s); resuming from revision %d",
                             type(exc).__name__, self._rv + 1)
@@ -493,19 +501,26 @@ class EtcdStore:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 2.0)
 
-    def _reset_after_compaction(self) -> None:
-        """The watch fell behind etcd's compaction: every watcher re-lists."""
-        log.warning("etcd compacted past this replica's watch; watchers must re-list")
+    async def _reset_after_compaction(self) -> None:
+        """The watch fell behind etcd's compaction (this replica was cut off
+        from etcd for longer than the history kept): what happened meanwhile
+        is gone. Every watcher of this replica expires (clients re-list), the
+        watch starts again at etcd's current revision, and ``on_reset`` lets
+        the server reload what it keeps in memory from the store."""
+        log.warning("etcd compacted past this replica's watch (revision %d); watchers "
+                    "must re-list", self._rv)
+        resp = await self._call(self._kv.Range, rpc.RangeRequest(
+            key=self._prefix, range_end=_prefix_end(self._prefix), count_only=True))
         old = self._hub
         self._hub = WatchHub(old._queue_size)
-        for subs in list(old._by_resource.values()):
-            for sub in list(subs):
-                sub._overflowed = True
-                sub._wake.set()
-        old._by_resource.clear()
+        old.expire_all()
         self._rings.clear()
         self._own.clear()
-        self._start_rv = self._rv
+        self._parked.clear()
+        self._rv = self._start_rv = int(resp.header.revision)
+        self._synced.set()
+        if self.on_reset is not None:
+            await self.on_reset()
 
     async def _etcd_watch(self, prefix: bytes, start: int, *,
                           progress: bool = False) -> AsyncIterator[Any]:

@@ -143,6 +143,16 @@ class WatchHub:
         for sub in dropped:
             self._unsubscribe(sub)
 
+    def expire_all(self) -> None:
+        """Every subscription expires (its next ``get`` raises Expired): the
+        events they would need are lost."""
+        for subs in self._by_resource.values():
+            for sub in subs:
+                sub._overflowed = True
+                sub._buf.clear()
+                sub._wake.set()
+        self._by_resource.clear()
+
     def close(self) -> None:
         """End every subscription (buffered events are still delivered)."""
         self._closed = True
