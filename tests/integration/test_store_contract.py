@@ -30,6 +30,7 @@ from racksmith.apiserver.store.base import (
     Scope,
     Store,
     StoreUnavailableError,
+    TooLargeError,
     WatchEvent,
 )
 from racksmith.apiserver.store.etcd import EtcdStore
@@ -437,3 +438,16 @@ async def test_a_live_watch_tells_how_far_it_has_yielded(store: Store) -> None:
     assert (await anext(watch)).rv == later[0]
     assert probes[0]() == later[1] - 1
     await watch.aclose()
+
+
+async def test_objects_as_large_as_the_api_accepts_are_stored(store: Store) -> None:
+    """The API accepts a 3 MiB body; the store keeps what it accepted (etcd's
+    members run with --max-request-bytes above that), and refuses beyond its
+    own limit with TooLargeError (HTTP 413), never as an outage."""
+    big = obj("big", "a", blob="x" * (3 * 1024 * 1024))
+    made = await store.create(Key(PODS, "a", "big"), big)
+    assert len(made["spec"]["blob"]) == 3 * 1024 * 1024
+    if isinstance(store, EtcdStore):
+        with pytest.raises(TooLargeError):
+            await store.create(Key(PODS, "a", "huge"),
+                               obj("huge", "a", blob="x" * (9 * 1024 * 1024)))

@@ -69,7 +69,7 @@ from racksmith.apiserver.service import (
     WriteOptions,
     WriteResult,
 )
-from racksmith.apiserver.store.base import StoreUnavailableError
+from racksmith.apiserver.store.base import StoreUnavailableError, TooLargeError
 from racksmith.apiserver.tables import partial_metadata, to_table
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 
@@ -254,6 +254,8 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             return _status_response(err)
         except web.HTTPException:
             raise
+        except TooLargeError as exc:
+            return _status_response(errors.too_large(str(exc)))
         except StoreUnavailableError as exc:
             # The store's own words (its endpoints and gRPC code), never the request's.
             log.warning("store unavailable serving %s %s: %s", request.method,

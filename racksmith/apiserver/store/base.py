@@ -114,6 +114,11 @@ class StoreUnavailableError(Exception):
     been applied, as with any timeout."""
 
 
+class TooLargeError(ValueError):
+    """The store refuses an object this large (etcd's ``--max-request-bytes``):
+    the HTTP layer answers 413."""
+
+
 class Expired(Exception):
     """The requested resourceVersion is older than the event log keeps."""
 

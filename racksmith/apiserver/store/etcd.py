@@ -80,6 +80,7 @@ from racksmith.apiserver.store.base import (
     Scope,
     Store,
     StoreUnavailableError,
+    TooLargeError,
     WatchEvent,
 )
 from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
@@ -322,6 +323,11 @@ class EtcdStore:
         details = (exc.details() or "")[:200]
         if code == grpc.StatusCode.OUT_OF_RANGE and "compacted" in details:
             return Expired(f"etcd: {details}")
+        # etcd: "etcdserver: request is too large"; grpc at the member:
+        # "received message larger than max"
+        if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED) \
+                and ("too large" in details or "larger than max" in details):
+            return TooLargeError(f"the object is too large for the etcd store ({details})")
         return StoreUnavailableError(
             f"etcd store unavailable ({', '.join(self.config.endpoints)}): "
             f"{code.name}: {details}")
