@@ -34,7 +34,7 @@ from racksmith.apiserver import crds as crdlib
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.registry import Registry, ResourceInfo, infos_from_crd
 from racksmith.apiserver.service import ListOptions, ResourceService, WriteOptions
-from racksmith.apiserver.store.base import Key, Scope
+from racksmith.apiserver.store.base import Key, Scope, StoreUnavailableError
 
 Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver.lifecycle")
@@ -42,6 +42,8 @@ log = logging.getLogger("racksmith.apiserver.lifecycle")
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 MANAGER = WriteOptions(field_manager="racksmith-apiserver")
 RESYNC_SECONDS = 60.0
+STORE_RETRY_SECONDS = 5.0
+"""How long work waits before it is tried again while the store is unavailable."""
 
 
 class OwnerIndex:
@@ -129,6 +131,8 @@ class Lifecycle:
             await asyncio.sleep(RESYNC_SECONDS)
             try:
                 await self.rescan()
+            except StoreUnavailableError as exc:
+                log.warning("lifecycle rescan waits for the store: %s", exc)
             except Exception:
                 log.exception("lifecycle rescan failed")
 
@@ -197,15 +201,20 @@ class Lifecycle:
                 if exc.code not in (404, 409):
                     log.warning("lifecycle %s %s: %s", kind, key, exc)
                     await self._retry_later(kind, key, uid)
+            except StoreUnavailableError as exc:
+                # etcd without quorum: one line per item, no traceback; the
+                # item waits longer (the outage is the store's, not ours)
+                log.warning("lifecycle %s %s waits for the store: %s", kind, key, exc)
+                await self._retry_later(kind, key, uid, delay=STORE_RETRY_SECONDS)
             except Exception:
                 log.exception("lifecycle %s %s failed", kind, key)
                 await self._retry_later(kind, key, uid)
             finally:
                 self._queue.task_done()
 
-    async def _retry_later(self, kind: str, key: Key, uid: str) -> None:
+    async def _retry_later(self, kind: str, key: Key, uid: str, delay: float = 1.0) -> None:
         async def later() -> None:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(delay)
             self._queue.put_nowait((kind, key, uid))
         task = asyncio.create_task(later())
         task.add_done_callback(lambda _t: None)
