@@ -5,8 +5,9 @@ Owns the IPAM part of ``make bench``. Measures, in one run:
 * the in-memory baseline: the pure allocator (``racksmith.ipam.Allocator``)
   handing out N addresses of a /16, no I/O at all;
 * API claims: N addresses claimed from a /16 Subnet by C concurrent
-  claimers (each with its own ApiClient and TakenHint, as separate
-  controller processes would be; each claims with W concurrent workers
+  claimers (each with its own ApiClient, shared IPaddr informer and
+  TakenHint, as separate controller processes would be — ``--no-cache``:
+  no informer; each claims with W concurrent workers
   sharing its hint, default 4 as ``racksmith up``'s controllers have),
   twice: lowest address first (the default) and with
   ``TakenHint(spread=...)`` (random start), each on its own /16; both with the real protocol
@@ -41,14 +42,16 @@ from pathlib import Path
 from typing import Any
 
 from apiserver import Server, quantile, server_log_problems, start_server
-from kubernetes_asyncio.client import ApiClient, CustomObjectsApi
+from kubernetes_asyncio.client import CustomObjectsApi
 
 from racksmith.controllers.ipam import SubnetReconciler
 from racksmith.ipam import Allocated, Allocator, parse_pool
 from racksmith.ipamclaims import Claimed, TakenHint, claim_address, list_ipaddrs
 from racksmith.kinds.common import ObjectReference
+from racksmith.runtime.client import Client
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from racksmith.runtime.resources import IPADDRS
 
 GROUP, VERSION, NS = "ipam.racksmith.io", "v1alpha1", "default"
 CIDR, GATEWAY = "10.100.0.0/16", "10.100.0.1"
@@ -77,13 +80,21 @@ PHASES = (("lowest first", "bench-net", "10.100.0.0/16", False),
 
 
 async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: str,
-                 spread: bool, workers: int = 1) -> Obj:
-    """One phase: ``claimers`` concurrent claimers take ``n`` addresses of a new subnet."""
+                 spread: bool, workers: int = 1, cache: bool = True) -> Obj:
+    """One phase: ``claimers`` concurrent claimers take ``n`` addresses of a new
+    subnet (``cache``: each with a shared IPaddr informer, as a controller
+    process has)."""
     gateway = cidr.replace(".0/16", ".1")
     kubeconfig = server.data_dir / "kubeconfig"
     admin = await api_client_from_kubeconfig(kubeconfig)
-    clients = [await api_client_from_kubeconfig(kubeconfig) for _ in range(claimers)]
+    clients = [Client(await api_client_from_kubeconfig(kubeconfig)) for _ in range(claimers)]
+    informers = [c.informer(IPADDRS, NS) for c in clients] if cache else []
+    for informer in informers:
+        informer.acquire()
     try:
+        async with asyncio.timeout(60):
+            while not all(i.has_synced for i in informers):
+                await asyncio.sleep(0.05)
         api = CustomObjectsApi(admin)
         await api.create_namespaced_custom_object(GROUP, VERSION, NS, "subnets", {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "Subnet",
@@ -98,14 +109,14 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
         conflicts = 0
         failures: list[str] = []
 
-        async def claimer(i: int, client: ApiClient, count: int) -> list[str]:
+        async def claimer(i: int, client: Client, count: int) -> list[str]:
             hint = TakenHint(spread=random.Random(i).random if spread else None)
             shares = [count // workers + (1 if w < count % workers else 0)
                       for w in range(workers)]
             done = await asyncio.gather(*(worker(client, hint, k) for k in shares))
             return [a for got in done for a in got]
 
-        async def worker(client: ApiClient, hint: TakenHint, count: int) -> list[str]:
+        async def worker(client: Client, hint: TakenHint, count: int) -> list[str]:
             nonlocal conflicts
             got: list[str] = []
             for _ in range(count):
@@ -134,6 +145,7 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
         status = after.get("status") or {}
         return {
             "n": n, "claimers": claimers, "workers": workers, "cidr": cidr, "spread": spread,
+            "cache": cache,
             "seconds": round(seconds, 3),
             "per_second": round(len(addresses) / seconds, 1) if seconds else 0.0,
             "conflicts": conflicts, "failures": failures[:5],
@@ -148,16 +160,19 @@ async def claims(server: Server, n: int, claimers: int, subnet_name: str, cidr: 
             "status_capacity": status.get("capacity"),
         }
     finally:
-        for c in [admin, *clients]:
+        for informer in informers:
+            await informer.release()
+        for c in [admin, *(c.api_client for c in clients)]:
             await c.close()
 
 
-async def run(server: Server, n: int, claimers: int, res: Obj, workers: int = 1) -> None:
+async def run(server: Server, n: int, claimers: int, res: Obj, workers: int = 1,
+              cache: bool = True) -> None:
     for name, subnet_name, cidr, spread in PHASES:
         print(f"  {name}: {claimers} claimers x {workers} workers claiming {n} addresses "
               f"of {cidr} ...", flush=True)
         res["phases"][name] = await claims(server, n, claimers, subnet_name, cidr, spread,
-                                           workers)
+                                           workers, cache)
 
 
 def problems_of(res: Obj) -> list[str]:
@@ -217,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--claimers", type=int, default=4, help="concurrent claimers")
     parser.add_argument("--workers", type=int, default=4,
                         help="concurrent claims per claimer, sharing its hint")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="claimers without an IPaddr informer (hint from one list only)")
     parser.add_argument("--quick", action="store_true", help="1,000 addresses")
     parser.add_argument("--tmpdir", type=Path, default=None, help="where the data dir goes")
     parser.add_argument("--json", type=Path, default=None, help="write results here")
@@ -225,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _sigterm)
     res: Obj = {"benchmark": "racksmith ipam", "date": dt.datetime.now(dt.UTC).isoformat(),
                 "params": {"count": count, "claimers": args.claimers,
-                           "workers": max(1, args.workers)}, "phases": {},
+                           "workers": max(1, args.workers), "cache": not args.no_cache},
+                "phases": {},
                 "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
                             "loadavg_start": os.getloadavg()}}
     print(f"in-memory allocator: {count} allocations ...", flush=True)
@@ -236,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             print(f"server {server.url} (pid {server.proc.pid})", flush=True)
             try:
-                asyncio.run(run(server, count, args.claimers, res, max(1, args.workers)))
+                asyncio.run(run(server, count, args.claimers, res, max(1, args.workers),
+                                not args.no_cache))
             except (TimeoutError, RuntimeError, OSError) as exc:
                 res["phase_error"] = f"{type(exc).__name__}: {exc}"
         finally:

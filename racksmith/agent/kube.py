@@ -28,6 +28,7 @@ from racksmith.redact import register_secret
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.errors import AlreadyExists, NotFound
+from racksmith.runtime.kubeclient import resolve_proxy_once
 from racksmith.runtime.resources import (
     LCMMACHINES,
     NODES,
@@ -64,13 +65,17 @@ def api_client(server: str, token: str, ca_data: str | None, scratch: Path) -> A
     configuration.api_key = {"BearerToken": token}
     configuration.api_key_prefix = {"BearerToken": "Bearer"}
     if not ca_data:
-        return ApiClient(configuration=configuration)
+        client = ApiClient(configuration=configuration)
+        resolve_proxy_once(client)
+        return client
     fd, ca_file = tempfile.mkstemp(dir=scratch, prefix=".racksmith-agent-ca.")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(base64.b64decode(ca_data))
         configuration.ssl_ca_cert = ca_file
-        return ApiClient(configuration=configuration)
+        client = ApiClient(configuration=configuration)
+        resolve_proxy_once(client)
+        return client
     finally:
         os.unlink(ca_file)
 

@@ -422,8 +422,31 @@ class LabelSelector:
         labels = labels or {}
         return all(r.matches(labels) for r in self.requirements)
 
+    def needles(self) -> tuple[bytes, ...]:
+        """Byte strings the compact JSON (orjson) of every matching object
+        contains: ``"key":"value"`` for an equality (or one-value ``in``)
+        and ``"key":`` for an ``exists``. A store skips rows lacking one
+        without decoding them (a prefilter: ``matches`` still decides). Only
+        for keys and values of plain characters, which JSON writes verbatim."""
+        out: list[bytes] = []
+        for req in self.requirements:
+            if not _VERBATIM.fullmatch(req.key):
+                continue
+            key = b'"' + req.key.encode() + b'":'
+            if req.operator in (EQUALS, DOUBLE_EQUALS, IN) and len(req.values) == 1:
+                value = req.values[0]
+                if _VERBATIM.fullmatch(value):
+                    out.append(key + b'"' + value.encode() + b'"')
+            elif req.operator in (EXISTS, GREATER_THAN, LESS_THAN):
+                out.append(key)
+        return tuple(out)
+
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
+
+
+_VERBATIM = re.compile(r"[A-Za-z0-9._/-]+")
+"""Characters JSON encoders write as they are (no escape in any of them)."""
 
 
 # -- field selector ---------------------------------------------------------------

@@ -62,6 +62,8 @@ PATCH_APPLY_CBOR = "application/apply-patch+cbor"
 PATCH_TYPES = (PATCH_MERGE, PATCH_JSON, PATCH_STRATEGIC, PATCH_APPLY)
 
 MAX_PATCH_RETRIES = 16
+_SELECT_CHUNK = 500
+"""Objects read from the store at a time by a list whose selector may drop some."""
 
 
 def _object_type(info: ResourceInfo) -> patching.TypeNode:
@@ -221,9 +223,11 @@ class ResourceService:
                     return ListPage([self.present(info, o) for o in page[0]], page[1])
                 items = [obj] if obj is not None and matches(obj) else []
                 return ListPage([self.present(info, o) for o in items], rv)
+        needles = label.needles() if label is not None else ()
         try:
             items, rv, last, remaining = await self._list_filtered(
-                scope, after, opts.limit, matches, token_rv or None)
+                scope, after, opts.limit, matches, token_rv or None, needles,
+                selective=label is not None or fieldsel is not None)
         except Expired:
             raise errors.gone(
                 "The provided continue parameter is too old to display a consistent list "
@@ -231,22 +235,38 @@ class ResourceService:
         token = ""
         if last is not None:
             token = self._encode_continue(last, token_rv or rv)
+        # remainingItemCount only for a list without selectors, as Kubernetes
+        selected = label is not None or fieldsel is not None
         return ListPage([self.present(info, o) for o in items], token_rv or rv, token,
-                        remaining if token else None)
+                        remaining if token and not selected else None)
 
     async def _list_filtered(self, scope: Scope, after: Key | None, limit: int,
-                             matches: Callable[[Obj], bool], at_rv: int | None = None
+                             matches: Callable[[Obj], bool], at_rv: int | None = None,
+                             needles: tuple[bytes, ...] = (), *, selective: bool = False
                              ) -> tuple[builtins.list[Obj], int, Key | None, int]:
+        """Up to ``limit`` objects of ``scope`` after ``after`` that ``matches``
+        (``needles``: the selector's prefilter for the store), the list's rv,
+        the key to continue after (None: done) and the objects remaining
+        (``selective``: a selector may drop objects, so chunks are read at
+        least ``_SELECT_CHUNK`` at a time and cut after the last one kept)."""
         out: builtins.list[Obj] = []
         rv = 0
         while True:
             want = (limit - len(out)) if limit else None
-            res = await self.store.list(scope, after=after, limit=want, rv=at_rv)
+            chunk = max(want, _SELECT_CHUNK) if want and selective else want
+            res = await self.store.list(scope, after=after, limit=chunk, rv=at_rv,
+                                        contains=needles)
             if not rv:
                 rv = res.rv
                 # every further chunk at the first one's revision (where kept)
                 at_rv = at_rv or rv
-            out.extend(o for o in res.items if matches(o))
+            kept = [o for o in res.items if matches(o)]
+            if want and len(kept) > want:  # a bigger chunk than asked: cut it
+                out.extend(kept[:want])
+                md = out[-1].get("metadata") or {}
+                return out, rv, Key(scope.resource, str(md.get("namespace") or ""),
+                                    str(md.get("name") or "")), 0
+            out.extend(kept)
             if res.next_name is None:
                 return out, rv, None, 0
             after = res.next_name

@@ -27,12 +27,17 @@ read: the cache may not show a claim made a moment ago).
 Every call talks through the runtime's :class:`~racksmith.runtime.client.Client`
 (given one, or the Client of the given ``ApiClient``), writing as IPAM's
 field manager. What is taken is first read from the shared IPaddr cache when
-one serves (a hint only: the create decides); the re-read before an
-Exhausted answer is live, so an address released a moment ago is found.
+one serves (a hint only: the create decides), once per hint however many
+claims share it; while claiming, a candidate the cache shows taken (another
+claimer's, learnt from the watch after the hint was loaded) is skipped
+without a request, so claimers of separate processes rarely race for one
+address; the re-read before an Exhausted answer is live, so an address
+released a moment ago is found.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -117,6 +122,9 @@ class TakenHint:
     spread: Callable[[], float] | None = None
     pending: set[int] = field(default_factory=set)
     """Addresses a claim of this process is trying right now."""
+    loading: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
+    """Held while the hint is (re)loaded: concurrent claims sharing the hint
+    wait for one load instead of each listing the subnet."""
 
 
 async def claim_address(
@@ -152,15 +160,28 @@ async def claim_address(
     hint = hint if hint is not None else TakenHint()
     conflicts = 0
     for attempt in range(2):
-        if not hint.loaded or attempt:
+        if attempt:
+            # The load before answering Exhausted is live: the cache may still
+            # hold an address just released.
+            async with hint.loading:
+                await _load(client, namespace, name, pool, hint, live=True)
+        elif not hint.loaded:
             # The first load may come from the cache (a stale hint costs a
-            # 409, never a duplicate); the one before answering Exhausted is
-            # live, since the cache may still hold an address just released.
-            await _load(client, namespace, name, pool, hint, live=attempt > 0)
+            # 409, never a duplicate); one load for the claims sharing it.
+            async with hint.loading:
+                if not hint.loaded:
+                    await _load(client, namespace, name, pool, hint, live=False)
         for value in _candidates(pool, hint):
             if value in hint.pending:
                 continue
             address = pool.address(value)
+            # What the shared cache shows taken (others' claims since the
+            # load, learnt from the watch) costs no request; only before the
+            # live re-read, which must not trust a cache that may be stale.
+            if not attempt and client.in_cache(IPADDRS, namespace,
+                                               ipaddr_name(name, address)):
+                hint.used.add(value)
+                continue
             body = ipaddr_body(model, pool, address, owner, mac, labels)
             hint.pending.add(value)
             try:

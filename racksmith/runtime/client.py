@@ -240,6 +240,17 @@ class Client:
         """Reads of ``resource`` in ``namespace`` are answered from a cache."""
         return self._inf(resource).serving(resource, namespace) is not None
 
+    def in_cache(self, resource: Resource, namespace: str | None, name: str) -> bool | None:
+        """Whether the shared cache holds the object now, without waiting or
+        copying: a hint for a caller about to race for the name (an IPAM
+        claim skips an address the cache shows taken). None when no synced
+        cache serves it, or its read is not yet known to be allowed."""
+        informer = self._inf(resource).serving(resource, namespace)
+        if informer is None or (self.access is not None
+                                and not self.access.known_allowed(resource, namespace)):
+            return None
+        return informer.get(ObjectKey(namespace or "", name)) is not None
+
     # --- reads -------------------------------------------------------------------
 
     async def get(self, resource: Resource, namespace: str | None, name: str, *,

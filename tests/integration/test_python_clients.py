@@ -570,3 +570,16 @@ def test_list_limit_and_continue(core: client.CoreV1Api) -> None:
     names = [c.metadata.name for c in first.items + rest.items]
     assert sorted(names) == ["cm-0", "cm-2", "cm-4", "cm-6"]
     assert not rest.metadata._continue
+    # A selector the store cannot prefilter (!=) pages the same way, and a
+    # selected page reports no remainingItemCount (as Kubernetes).
+    names, token, pages = [], None, 0
+    while pages < 10:
+        page = core.list_namespaced_config_map(ns, limit=3, label_selector="page!=no",
+                                               _continue=token)
+        pages += 1
+        assert len(page.items) <= 3 and page.metadata.remaining_item_count is None
+        names += [c.metadata.name for c in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+    assert names == ["cm-0", "cm-2", "cm-4", "cm-6"] and pages == 2

@@ -225,6 +225,36 @@ async def test_pagination(store: Store) -> None:
     assert page.remaining == 8 and page.next_name == Key(PODS, "ns0", "p016")
 
 
+async def test_list_contains_prefilters_and_pages(store: Store) -> None:
+    """``contains`` keeps only objects whose stored JSON holds every needle
+    (a selector's prefilter); paging over it loses and repeats nothing."""
+    keys = sorted(Key(PODS, f"ns{i % 3}", f"p{i:03d}") for i in range(40))
+    for i, k in enumerate(sorted(keys, key=lambda k: k.name)):
+        o = obj(k.name, k.namespace)
+        o["metadata"]["labels"] = {"tier": "web" if i % 4 == 0 else "db", "app": "x"}
+        await store.create(k, o)
+    want = [k for i, k in enumerate(sorted(keys, key=lambda k: k.name)) if i % 4 == 0]
+    needles = (b'"tier":"web"', b'"app":"x"')
+    res = await store.list(Scope(PODS), contains=needles)
+    assert [key_of(o) for o in res.items] == sorted(want) and res.next_name is None
+    seen: list[Key] = []
+    after: Key | None = None
+    for _ in range(50):
+        page = await store.list(Scope(PODS), after=after, limit=3, contains=needles)
+        assert len(page.items) <= 3 and page.remaining == 0
+        seen += [key_of(o) for o in page.items]
+        if page.next_name is None:
+            break
+        after = page.next_name
+    assert seen == sorted(want)
+    assert (await store.list(Scope(PODS), contains=(b'"tier":"none"',))).items == []
+    assert len((await store.list(Scope(PODS, "ns1"), contains=(b'"app":"x"',))).items) == 13
+
+
+def key_of(o: Obj) -> Key:
+    return Key(PODS, o["metadata"]["namespace"], o["metadata"]["name"])
+
+
 async def test_watch_live_and_scope(store: Store) -> None:
     base = store.current_rv()
     w_all = store.watch(Scope(PODS), base)

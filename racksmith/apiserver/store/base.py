@@ -143,12 +143,20 @@ class Store(Protocol):
         """Return the object. Raises NotFoundError."""
 
     async def list(self, scope: Scope, *, after: Key | None = None,
-                   limit: int | None = None, rv: int | None = None) -> ListResult:
+                   limit: int | None = None, rv: int | None = None,
+                   contains: tuple[bytes, ...] = ()) -> ListResult:
         """Objects in ``scope`` ordered by (namespace, name), starting after
         ``after``, at most ``limit`` of them. ``rv`` (a continue token's):
         read at that resourceVersion where the backend keeps history (etcd;
         raises Expired once compacted); SQLite keeps none and reads the
-        latest state, as an inconsistent continue would."""
+        latest state, as an inconsistent continue would.
+
+        ``contains``: skip, without decoding, every object whose stored JSON
+        lacks one of these byte strings (a selector's prefilter,
+        :meth:`~racksmith.apiserver.selectors.LabelSelector.needles`). Then
+        ``limit`` may count the objects looked at rather than returned (a
+        page can hold fewer items while ``next_name`` says more follow) and
+        ``remaining`` is not counted (0)."""
 
     async def create(self, key: Key, obj: Obj) -> Obj:
         """Store a new object; sets ``metadata.resourceVersion``.

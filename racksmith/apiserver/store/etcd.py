@@ -350,7 +350,10 @@ class EtcdStore:
         return _stamp_obj(kv.value, int(kv.mod_revision))
 
     async def list(self, scope: Scope, *, after: Key | None = None,
-                   limit: int | None = None, rv: int | None = None) -> ListResult:
+                   limit: int | None = None, rv: int | None = None,
+                   contains: tuple[bytes, ...] = ()) -> ListResult:
+        """See :meth:`Store.list`; ``contains`` is applied here to the values
+        etcd returned, so ``limit`` counts the objects looked at."""
         self._check_open()
         prefix = self._scope_prefix(scope)
         start = prefix if after is None else self._key_bytes(after) + b"\x00"
@@ -359,12 +362,13 @@ class EtcdStore:
         if limit is not None and limit > 0:
             req.limit = limit
         resp = await self._call(self._kv.Range, req)
-        items = [_stamp_obj(kv.value, int(kv.mod_revision)) for kv in resp.kvs]
+        items = [_stamp_obj(kv.value, int(kv.mod_revision)) for kv in resp.kvs
+                 if all(n in kv.value for n in contains)]
         at = int(resp.header.revision) if not rv else rv
         if not resp.more:
             return ListResult(items=items, rv=at)
         last = self._decode_key(resp.kvs[-1].key)
-        remaining = int(resp.count) - len(resp.kvs)
+        remaining = 0 if contains else int(resp.count) - len(resp.kvs)
         return ListResult(items=items, rv=at, next_name=last, remaining=remaining)
 
     async def state_before(self, key: Key, rv: int) -> tuple[bool, Obj | None]:

@@ -339,11 +339,13 @@ class SqliteStore:
         return result
 
     async def list(self, scope: Scope, *, after: Key | None = None,
-                   limit: int | None = None, rv: int | None = None) -> ListResult:
+                   limit: int | None = None, rv: int | None = None,
+                   contains: tuple[bytes, ...] = ()) -> ListResult:
         """See :meth:`Store.list`; ``limit`` None or <= 0 means no limit;
         ``rv`` is ignored (no history: the continuation reads the latest
-        state)."""
-        return await self._read(self._list_sync, scope, after, limit)
+        state); ``contains`` is applied in the query (``instr``), so
+        ``limit`` counts the objects returned."""
+        return await self._read(self._list_sync, scope, after, limit, contains)
 
     def _reader_conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._rlocal, "conn", None)
@@ -360,7 +362,8 @@ class SqliteStore:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._rexec, fn, *args)
 
-    def _list_sync(self, scope: Scope, after: Key | None, limit: int | None) -> ListResult:
+    def _list_sync(self, scope: Scope, after: Key | None, limit: int | None,
+                   contains: tuple[bytes, ...] = ()) -> ListResult:
         conn = self._reader_conn()
         where = "resource = ?"
         params: list[Any] = [scope.resource]
@@ -371,6 +374,9 @@ class SqliteStore:
         if after is not None:
             where = tail_where
             params += [after.namespace, after.name]
+        for needle in contains:
+            where += " AND instr(data, ?) > 0"
+            params.append(needle)
         order = " ORDER BY namespace, name"
         conn.execute("BEGIN")
         try:
@@ -387,6 +393,9 @@ class SqliteStore:
             if len(rows) < limit:
                 return ListResult(items=items, rv=rv)
             last_ns, last_name = rows[-1][0], rows[-1][1]
+            if contains:  # more may follow; not counted (a selector's page)
+                return ListResult(items=items, rv=rv,
+                                  next_name=Key(scope.resource, last_ns, last_name))
             tail_params = params[:2] if scope.namespace is not None else params[:1]
             remaining = int(conn.execute(
                 f"SELECT count(*) FROM objects WHERE {tail_where}",

@@ -262,3 +262,38 @@ def test_field_selector_round_trips(reqs: list[tuple[str, str, str]]) -> None:
     fs = FieldSelector(sorted(reqs))
     parsed = FieldSelector.parse(str(fs))
     assert sorted(parsed.requirements) == sorted(reqs)
+
+
+# -- needles: the store's prefilter never drops a matching object ------------------
+
+_KEYS = st.sampled_from(["app", "tier", "example.com/team", "n", "k8s.io/x"])
+_VALUES = st.sampled_from(["", "web", "db", "5", "a.b-c_d", "x/y"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(labels=st.dictionaries(_KEYS, _VALUES, max_size=4),
+       selector=st.lists(st.tuples(_KEYS, st.sampled_from(["=", "==", "!=", "in", "exists",
+                                                           "notin", "!"]), _VALUES),
+                         max_size=3),
+       spec=st.dictionaries(_KEYS, _VALUES, max_size=2))
+def test_needles_are_in_every_matching_object(labels: dict[str, str],
+                                              selector: list[tuple[str, str, str]],
+                                              spec: dict[str, str]) -> None:
+    import orjson
+    parts = []
+    for key, op, value in selector:
+        if (value == "x/y" and op not in ("exists", "!")) or (not value and "in" in op):
+            continue  # not a valid label value; `in ()` is refused
+        parts.append({"=": f"{key}={value}", "==": f"{key}=={value}", "!=": f"{key}!={value}",
+                      "in": f"{key} in ({value})", "notin": f"{key} notin ({value})",
+                      "exists": key, "!": f"!{key}"}[op])
+    sel = LabelSelector.parse(",".join(parts))
+    obj = {"metadata": {"name": "o", "labels": labels}, "spec": spec}
+    raw = orjson.dumps(obj)
+    if sel.matches(labels):
+        assert all(n in raw for n in sel.needles())
+
+
+def test_needles_name_the_equalities_and_existences() -> None:
+    sel = LabelSelector.parse("app=web,tier in (a),env in (a,b),team,x!=y,!gone,n>3")
+    assert set(sel.needles()) == {b'"app":"web"', b'"tier":"a"', b'"team":', b'"n":'}
