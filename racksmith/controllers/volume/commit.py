@@ -143,7 +143,7 @@ class Committer:
                 body = copy.deepcopy(raw.volume)
                 body["status"] = _dump(new)
                 await self.client.update_status(VOLUMES, body)
-                events = status_events(old, step) + events
+                events = status_events(old, step, events) + events
                 old_phase = old.phase.value if old and old.phase else ""
                 if new.phase is not None and old_phase != new.phase.value:
                     log.info("volume phase", old=old_phase, new=new.phase.value)

@@ -6,6 +6,10 @@ Owns how a ``Step`` changes ``VolumeStatus`` — the Ready condition
 Terminating), ``job``, ``deviceName`` and ``size`` — and which Events a
 change is worth: a phase change (Normal) and Ready turning False or
 changing while False (Warning, with the condition's reason and message).
+A phase change whose step tells its own Normal Event (``JobStarted`` with
+Pending, ``PersistentVolumeCreated`` with Available) is told by that Event
+alone: two Events per provisioned volume, as Kubernetes' external
+provisioner writes (Provisioning, ProvisioningSucceeded), not four.
 Pure: the caller passes the time and the new job.
 """
 
@@ -56,14 +60,16 @@ def apply_step(old: VolumeStatus | None, step: Step, *, job: str | None, now: da
     return new
 
 
-def status_events(old: VolumeStatus | None, step: Step) -> list[EventSpec]:
-    """The Events the change from ``old`` is worth (see the module docstring)."""
+def status_events(old: VolumeStatus | None, step: Step,
+                  told: list[EventSpec] | tuple[EventSpec, ...] = ()) -> list[EventSpec]:
+    """The Events the change from ``old`` is worth, besides ``told`` (the
+    step's own Events; see the module docstring)."""
     if step.ready is None:
         return []
     events: list[EventSpec] = []
     old_phase = old.phase if old else None
     phase = phase_of(step.ready)
-    if phase != old_phase:
+    if phase != old_phase and not any(e.type == "Normal" for e in told):
         was = old_phase.value if old_phase else "new"
         events.append(EventSpec("Normal", phase.value, f"phase {was} → {phase.value}"))
     before = find(old.conditions if old else [], READY)

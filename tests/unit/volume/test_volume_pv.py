@@ -13,6 +13,7 @@ from racksmith.controllers.volume.pv import pv_manifest, size_quantity
 from racksmith.controllers.volume.status import apply_step, same_status, status_events
 from racksmith.kinds.storage import VolumePhase, VolumeReason
 from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION, Job, JobOp, JobResult, new_job
+from racksmith.runtime.conditions import EventSpec
 from tests.unit.volume import builders as b
 
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
@@ -113,3 +114,15 @@ def test_status_follows_the_step() -> None:
     failed_status = apply_step(started, bad, job=None, now=NOW, generation=1)
     assert failed_status.job == "prepare:0123abcd"  # a validation failure keeps the job
     assert status_events(failed_status, bad) == []
+
+
+def test_a_step_telling_its_own_event_is_not_told_twice() -> None:
+    started = apply_step(None, Step(Wait(None), pending("job started")),
+                         job="prepare:0123abcd", now=NOW, generation=1)
+    told = (EventSpec("Normal", "PersistentVolumeCreated", "PersistentVolume v (1Gi)"),)
+    done = Step(Wait(None), available("ok"), clear_job=True, device_name="loop3", size="1Gi",
+                events=told)
+    assert status_events(started, done, told) == []  # the phase change is told by told
+    assert [e.reason for e in status_events(started, done)] == ["Available"]
+    bad = Step(Wait(None), failed(VolumeReason.CREATION_ERROR, "no"))
+    assert [e.reason for e in status_events(started, bad, told)] == ["CreationError"]
