@@ -60,8 +60,32 @@ def _prune_nulls(s: Any, x: Any, root: bool) -> None:
             _prune_nulls(items, v, False)
 
 
+_BELOW: dict[int, tuple[dict[str, Any], bool]] = {}
+"""Memo of :func:`_defaults_below` by schema node (the node is kept with its
+answer, so its id cannot be reused by another node while it is remembered)."""
+
+
+def _defaults_below(s: dict[str, Any]) -> bool:
+    """Whether any ``default`` sits in the structural part under ``s``: a
+    value without one needs no walk (most of an object, most objects)."""
+    memo = _BELOW.get(id(s))
+    if memo is not None and memo[0] is s:
+        return memo[1]
+    subs: list[Any] = []
+    props = s.get("properties")
+    if isinstance(props, dict):
+        subs += props.values()
+    subs += [s.get("additionalProperties"), s.get("items")]
+    found = any(isinstance(sub, dict) and (_has_default(sub) or _defaults_below(sub))
+                for sub in subs)
+    if len(_BELOW) > 100_000:  # schemas replaced many times over: start again
+        _BELOW.clear()
+    _BELOW[id(s)] = (s, found)
+    return found
+
+
 def _default(s: Any, x: Any, root: bool) -> None:
-    if not isinstance(s, dict):
+    if not isinstance(s, dict) or not _defaults_below(s):
         return
     if isinstance(x, dict):
         props = s.get("properties")
