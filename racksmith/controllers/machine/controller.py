@@ -142,7 +142,15 @@ class MachineReconciler:
             release = _model(ClusterRelease, await self.client.get(RELEASES, None,
                                                                    release_name))
         hosts: list[BareMetalHost] = []
-        for item in await self.client.list(HOSTS, ns):
+        host_ref = machine.status.host_ref if machine.status else None
+        # Read without copying, and parse only the hosts the planner may look
+        # at (the one this Machine holds or recorded, and the claimable ones):
+        # parsing every host of the namespace on every reconcile cost the
+        # control plane most of its CPU while a fleet registers. The executor
+        # deep-copies a host before writing it.
+        for item in await self.client.list(HOSTS, ns, copy=False):
+            if not _may_concern(item, name, host_ref.name if host_ref else None):
+                continue
             host = _model(BareMetalHost, item)
             if host is not None:
                 hosts.append(host)
@@ -190,6 +198,23 @@ class MachineReconciler:
 
 
 _R = TypeVar("_R", bound=Resource)
+
+
+def _may_concern(host: dict[str, Any], machine: str, recorded: str | None) -> bool:
+    """Whether the planner may look at ``host`` (raw) for Machine ``machine``:
+    the host its status records, a host whose consumerRef names a Machine of
+    that name (the uid is the planner's to check), or an unclaimed
+    ``available`` host (a candidate). A cheap pre-filter on the raw object;
+    :mod:`racksmith.controllers.machine.selection` decides."""
+    meta = host.get("metadata") or {}
+    if recorded is not None and meta.get("name") == recorded:
+        return True
+    ref = (host.get("spec") or {}).get("consumerRef")
+    if ref:
+        return isinstance(ref, dict) and ref.get("kind") == "Machine" \
+            and ref.get("name") == machine
+    state = (((host.get("status") or {}).get("provisioning")) or {}).get("state")
+    return bool(state == "available")
 
 
 def _model(cls: type[_R], raw: dict[str, Any] | None) -> _R | None:

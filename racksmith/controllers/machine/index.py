@@ -94,11 +94,18 @@ class MachineKeys:
 
     def host_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A BareMetalHost concerns its consumer, the Machine whose hostRef
-        names it and, in its namespace, every Machine still waiting for a host
-        (it may have become available)."""
+        names it and, when it is unclaimed and ``available`` (it may have just
+        become a candidate), every Machine of its namespace still waiting for
+        a host. A host registering, inspecting or held by another Machine
+        wakes no waiting Machine: it cannot be claimed (a fleet's
+        registration would otherwise reconcile every waiting Machine on every
+        host status write)."""
         ns, name = key_of(obj)
-        keys = self._machines(HOST_INDEX, name, ns) | self._machines(WAITING_INDEX, "yes", ns)
+        keys = self._machines(HOST_INDEX, name, ns)
         ref = _map(obj.get("spec")).get("consumerRef")
         if isinstance(ref, Mapping) and ref.get("kind") == "Machine" and ref.get("name"):
             keys.add(ObjectKey(str(ref.get("namespace") or ns), str(ref["name"])))
+        elif _map(_map(obj.get("status")).get("provisioning")).get("state") == "available" \
+                and not _map(obj.get("metadata")).get("deletionTimestamp"):
+            keys |= self._machines(WAITING_INDEX, "yes", ns)
         return sorted(keys)

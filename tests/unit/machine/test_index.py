@@ -14,11 +14,13 @@ from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import MACHINES
 
 
-def _host(name: str, consumer: str | None = None, ns: str = "default") -> dict[str, object]:
+def _host(name: str, consumer: str | None = None, ns: str = "default",
+          state: str = "available") -> dict[str, object]:
     spec: dict[str, object] = {}
     if consumer is not None:
         spec["consumerRef"] = {"kind": "Machine", "name": consumer, "namespace": ns}
-    return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec,
+            "status": {"provisioning": {"state": state}}}
 
 
 def _machine(ns: str, name: str, host: str | None = None, *,
@@ -40,7 +42,8 @@ def _stocked(*machines: dict[str, Any]) -> MachineKeys:
     return keys
 
 
-def test_a_host_wakes_its_consumer_the_machine_naming_it_and_those_waiting() -> None:
+def test_a_host_wakes_its_consumer_the_machine_naming_it_and_if_claimable_those_waiting(
+) -> None:
     keys = _stocked(
         _machine("default", "m1", host="h1"),
         _machine("default", "waiting"),
@@ -52,8 +55,10 @@ def test_a_host_wakes_its_consumer_the_machine_naming_it_and_those_waiting() -> 
     # whose hostRef names it waits for its deprovisioning to finish.
     assert keys.host_keys(_host("h1")) == [ObjectKey("default", "m1"),
                                            ObjectKey("default", "waiting")]
-    assert keys.host_keys(_host("h2", consumer="m3")) == [ObjectKey("default", "m3"),
-                                                          ObjectKey("default", "waiting")]
+    # A claimed host, or one that cannot be claimed yet, wakes no waiting Machine.
+    assert keys.host_keys(_host("h2", consumer="m3")) == [ObjectKey("default", "m3")]
+    assert keys.host_keys(_host("h5", state="inspecting")) == []
+    assert keys.host_keys(_host("h1", state="provisioning")) == [ObjectKey("default", "m1")]
     assert keys.host_keys(_host("h9", ns="other")) == [ObjectKey("other", "m4")]
 
 
@@ -64,3 +69,12 @@ def test_a_node_and_a_cluster_wake_their_machines() -> None:
                                                              ObjectKey("other", "m1")]
     assert keys.cluster_keys({"metadata": {"name": "demo", "namespace": "default"}}) == [
         ObjectKey("default", "m1"), ObjectKey("default", "m2")]
+
+
+def test_a_machine_parses_only_the_hosts_it_may_look_at() -> None:
+    from racksmith.controllers.machine.controller import _may_concern
+    assert _may_concern(_host("h1"), "m1", None)  # available, unclaimed: a candidate
+    assert _may_concern(_host("h1", consumer="m1"), "m1", None)  # its own
+    assert not _may_concern(_host("h1", consumer="m2"), "m1", None)  # another's
+    assert not _may_concern(_host("h1", state="inspecting"), "m1", None)
+    assert _may_concern(_host("h1", state="deprovisioning"), "m1", "h1")  # recorded
