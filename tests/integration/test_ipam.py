@@ -31,7 +31,9 @@ from racksmith.ipamclaims import (
 )
 from racksmith.kinds.common import ObjectReference
 from racksmith.runtime import Manager
+from racksmith.runtime.client import Client
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
+from racksmith.runtime.resources import IPADDRS
 from tests.harness.controllers import managed
 from tests.harness.wait import eventually
 
@@ -155,6 +157,34 @@ async def test_concurrent_claimers_never_share_an_address(
     assert {o["metadata"]["name"] for o in stored} == {
         "race-" + a.replace(".", "-") for a in addresses}
     await ipam.judged("race", "Ready", capacity=253, allocated=200, allocatable=53)
+
+
+async def test_a_claimer_skips_what_its_cache_shows_taken(
+    api_server: ApiServer, ipam: Ipam, controller: Manager
+) -> None:
+    """An address another process claimed after this claimer's hint was
+    loaded costs no lost race once the claimer's IPaddr cache has seen it."""
+    await ipam.subnet("seen", "10.6.0.0/28", "10.6.0.1")
+    subnet = await ipam.judged("seen", "Ready", capacity=13)
+    b_api = await api_client_from_kubeconfig(api_server.kubeconfig_path)
+    b = Client(b_api)
+    informer = b.informer(IPADDRS, ipam.ns)
+    informer.acquire()
+    try:
+        await eventually(lambda: informer.has_synced, "B's IPaddr cache synced")
+        hint = TakenHint()
+        first = await claim_address(b, subnet, ipam.owner, hint=hint)
+        assert isinstance(first, Claimed) and first.address == "10.6.0.2"
+        other = await claim_address(ipam.client, subnet, ipam.owner)  # another process
+        assert isinstance(other, Claimed) and other.address == "10.6.0.3"
+        await eventually(lambda: b.in_cache(IPADDRS, ipam.ns, other.name),
+                         "the other claim in B's cache")
+        got = await claim_address(b, subnet, ipam.owner, hint=hint)
+        assert isinstance(got, Claimed) and got.address == "10.6.0.4"
+        assert got.conflicts == 0  # .3 was skipped, not raced for
+    finally:
+        await informer.release()
+        await b_api.close()
 
 
 async def test_release_returns_the_address(ipam: Ipam, controller: Manager) -> None:
