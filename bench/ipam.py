@@ -22,7 +22,7 @@ IPaddr objects, all addresses distinct, and the Subnet controller's status
 (one reconcile) showing N allocated. Exit status 1 if any check failed.
 
     .venv/bin/python bench/ipam.py [--quick] [--count N] [--claimers C] [--workers W]
-        [--json PATH]
+        [--no-cache] [--json PATH]
 """
 
 from __future__ import annotations
