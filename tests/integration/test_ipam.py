@@ -187,6 +187,24 @@ async def test_a_claimer_skips_what_its_cache_shows_taken(
         await b_api.close()
 
 
+async def test_claims_sharing_what_they_try_never_race_each_other(
+    ipam: Ipam, controller: Manager
+) -> None:
+    """Two reconciles of one controller (each with its own hint, loaded
+    afresh) share the set of addresses being tried: no lost race between
+    them, and the addresses stay lowest first."""
+    await ipam.subnet("pair", "10.7.0.0/28", "10.7.0.1")
+    subnet = await ipam.judged("pair", "Ready", capacity=13)
+    trying: set[int] = set()
+    got = await asyncio.gather(*(
+        claim_address(ipam.client, subnet, ipam.owner, hint=TakenHint(pending=trying))
+        for _ in range(4)))
+    assert all(isinstance(g, Claimed) and g.conflicts == 0 for g in got), got
+    assert sorted(g.address for g in got if isinstance(g, Claimed)) == [
+        "10.7.0.2", "10.7.0.3", "10.7.0.4", "10.7.0.5"]
+    assert not trying
+
+
 async def test_release_returns_the_address(ipam: Ipam, controller: Manager) -> None:
     await ipam.subnet("pool", "10.2.0.0/28", "10.2.0.1")
     subnet = await ipam.judged("pool", "Ready", capacity=13)

@@ -15,7 +15,10 @@ IPaddrs of an earlier IpamHost with the same name (another uid) are never
 reused: the garbage collector may delete them at any time. They count as
 unneeded and are released like any address the template stopped asking for.
 Claims and releases go through the runtime's Client
-(:mod:`racksmith.ipamclaims.claims`).
+(:mod:`racksmith.ipamclaims.claims`). The reconciler's workers share, per
+subnet, the set of addresses being tried (each claim's hint is loaded afresh
+from the cache, so an address released meanwhile is found, but an address
+another worker is trying is skipped): one controller never races itself.
 """
 
 from __future__ import annotations
@@ -91,16 +94,21 @@ def find_held(held: Iterable[dict[str, Any]], request: AddressRequest, subnet: S
 
 async def assign(client: Client, host: IpamHost, requests: Sequence[AddressRequest],
                  subnets: dict[str, tuple[Subnet, dict[str, Any]]],
-                 held: Sequence[dict[str, Any]]) -> Assignment:
+                 held: Sequence[dict[str, Any]], *,
+                 trying: dict[tuple[str, str], set[int]] | None = None) -> Assignment:
     """An address for every request: reused from ``held`` or claimed now.
 
     ``subnets`` maps each layout name to the Subnet (model and raw object);
     ``held`` are the host's IPaddrs (:func:`is_held_by`). Every request is
     tried, so one exhausted subnet does not hide the problems of another;
     addresses claimed while another request fails stay held by the host.
+    ``trying``: per (namespace, subnet), the addresses the caller's other
+    concurrent assigns are trying (the hints' shared ``pending`` set; each
+    assign still loads what is taken afresh, so released addresses are found).
     """
     out = Assignment()
     owner = owner_of(host)
+    trying = trying if trying is not None else {}
     hints: dict[str, TakenHint] = {}
     for request in requests:
         subnet, raw = subnets[request.subnet]
@@ -114,7 +122,11 @@ async def assign(client: Client, host: IpamHost, requests: Sequence[AddressReque
                               f"IPaddr label; use a name of letters, digits, '-', '_', '.'")
             continue
         labels = {IPAMHOST_LABEL: owner.name, INTERFACE_LABEL: request.interface}
-        hint = hints.setdefault(subnet.metadata.name or "", TakenHint())
+        subnet_name = subnet.metadata.name or ""
+        hint = hints.get(subnet_name)
+        if hint is None:
+            pending = trying.setdefault((subnet.metadata.namespace or "", subnet_name), set())
+            hint = hints[subnet_name] = TakenHint(pending=pending)
         got = await claim_address(client, raw, owner, mac=request.mac, hint=hint, labels=labels)
         if isinstance(got, Claimed):
             out.allocations[request] = got.address

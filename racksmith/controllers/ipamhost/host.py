@@ -142,6 +142,10 @@ class IpamHostReconciler:
         self.recorder = (recorder if recorder is not None else EventRecorder(
             self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
         self.index = DependencyIndex()
+        self.trying: dict[tuple[str, str], set[int]] = {}
+        """Per (namespace, subnet): the addresses a claim of one of this
+        controller's workers is trying now, shared by every reconcile so that
+        two workers never race each other for one address."""
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost")
 
@@ -208,7 +212,7 @@ class IpamHostReconciler:
         held = await self._held(host)
         mine = [ip for ip in held if is_held_by(ip, host)]
         subnets = {k: (s, layout.raw[k]) for k, s in layout.subnets.items()}
-        got = await assign(self.client, host, requests, subnets, mine)
+        got = await assign(self.client, host, requests, subnets, mine, trying=self.trying)
         if got.claimed:
             log.info("addresses claimed", ipaddrs=got.claimed)
         holding = sorted({*(str(ip["metadata"]["name"]) for ip in mine), *got.claimed})
