@@ -282,7 +282,10 @@ def build_status(status: GracefulRebootRequestStatus, order: list[str], missing:
     for name in missing:
         machines.append(MachineProgress(name=name, phase=StepPhase.NOT_STARTED,
                                         state=NOT_FOUND, message=f"Machine {name} not found"))
-    all_done = all(m.state == DONE for m in machines if m.name in order)
+    # A machine recorded Done still holds its NodeMaintenanceRequest until the next
+    # step deletes it: the request is not Completed (nor Failed) while one is held,
+    # so a client that waits for the phase never sees a maintenance left behind.
+    all_done = current is None and all(m.state == DONE for m in machines if m.name in order)
     if all_done and not missing:
         phase = PlanPhase.COMPLETED
     elif all_done:

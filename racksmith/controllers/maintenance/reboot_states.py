@@ -7,8 +7,10 @@ from ``reboot.build_status``, and the Mermaid diagram of it that
 
 ``build_status`` takes the phase from the request's machines on every
 reconcile: **Completed** when every machine to reboot (``spec.machines``,
-or every Machine of the cluster) is recorded Done, **Failed** when they are
-and a listed machine does not exist, else **InProgress**. Nothing is
+or every Machine of the cluster) is recorded Done and no NodeMaintenanceRequest
+of the request is held any more (the last machine's is deleted right after its
+Done is written), **Failed** when they are and a listed machine does not
+exist, else **InProgress**. Nothing is
 remembered beyond the per-machine Done, so a finished request opens again
 when there is a machine it has not rebooted (one joins the cluster, or
 ``spec.machines`` is edited) and Failed recovers when the missing machine

@@ -119,3 +119,19 @@ async def test_the_controller_refuses_a_phase_the_table_does_not_list(
     assert kube.writes == []
     assert [(e.source, e.target) for e in illegal_transitions] == [(P.NOT_STARTED,
                                                                     P.IN_PROGRESS)]
+
+
+def test_the_last_machine_done_is_not_completed_while_its_maintenance_is_held() -> None:
+    # The last machine's Done is written before its NodeMaintenanceRequest is deleted:
+    # the request stays InProgress until a reconcile finds no maintenance held.
+    finished = NodeProgress(NodeState.READY_TO_FINISH, "maintenance done", 100, 0.0)
+    held = build_status(status_in(P.IN_PROGRESS, done("a")), ["a", "b"], [],
+                        {"a": done("a")}, "b", finished, NOW)
+    assert [m.state for m in held.machines] == [DONE, DONE]
+    assert held.phase is P.IN_PROGRESS
+    released = build_status(held, ["a", "b"], [], {m.name: m for m in held.machines},
+                            None, None, NOW)
+    assert released.phase is P.COMPLETED
+    failed = build_status(status_in(P.IN_PROGRESS, done("a")), ["a"], ["x"], {}, "a",
+                          finished, NOW)
+    assert failed.phase is P.IN_PROGRESS
