@@ -1,18 +1,26 @@
-"""An event log of the cluster recorded with ``kubectl get --watch``, and the
-replay that checks the maintenance invariants against it.
+"""An event log of the cluster recorded with kubectl, and the replay that checks the
+maintenance invariants against it.
 
-One ``kubectl get <kind> -A --watch --output-watch-events -o json`` per
-kind runs in the background; every event is kept with its object. The API
-server stamps every write (deletions included) with one global, strictly
+Per kind, ``kubectl get --raw <list path>`` lists every object (kept as ADDED
+events at their own resourceVersion), then ``kubectl get --raw
+<list path>?watch=1&resourceVersion=<the listing's>`` streams every change
+from that exact point in the background (list-then-watch, as an informer:
+no change between the listing and the watch is missed). The API server
+stamps every write (deletions included) with one global, strictly
 increasing resourceVersion, so sorting the events of all kinds by it gives
 the exact order in which the server committed them — the replay walks that
 order and checks, after every event, what must hold at every moment.
+
 Restarting the API server (the kill -9 test) restarts the watches. The
-restarted control plane may write before the watches are back (a machine
-finished, its request deleted), so a restart first lists every kind and
-records, at that listing's resourceVersion, a DELETED event for every object
-the log knew that the listing no longer holds; the watches' initial ADDED
-events then re-sync the rest.
+restarted control plane writes while the watches are off (a machine
+finished, its request deleted; the next one started): the new listing
+records, at its resourceVersion, a DELETED event for every object the log
+knew and the listing no longer holds. When those deletions really happened
+is unknown, so the span from the last event seen before the stop to the
+last listing's resourceVersion is *blind* (``EventLog.blind``): the replay
+applies its events but checks nothing in it (a deletion recorded late would
+make two maintenances look concurrent). From its end on the log is exact
+again.
 """
 
 from __future__ import annotations
@@ -64,44 +72,57 @@ class EventLog:
         self._lock = threading.Lock()
         self._procs: list[subprocess.Popen[str]] = []
         self._threads: list[threading.Thread] = []
+        self.blind: list[tuple[int, int]] = []
+        """(after, up to]: resourceVersions the watches were off for (see the module docstring)."""
+        self.errors: list[Obj] = []
+        """Watch ERROR events (a watch that could not go on): the log is incomplete."""
 
     def start(self, kubeconfig: Path) -> None:
-        if self._events:
-            self._resync(kubeconfig)
+        """List every kind and watch it from its listing (see the module docstring)."""
+        known = World()
+        for ev in self.events():
+            known.apply(ev)
+        last_seen = max((ev.rv for ev in self.events()), default=0)
+        listed = 0
         for kind in KINDS:
+            rv = self._list(kubeconfig, kind, known)
+            listed = max(listed, rv)
             proc = subprocess.Popen(
-                [str(kubectl_path(33)), "get", kind, "-A", "--watch", "--output-watch-events",
-                 "-o", "json", "--request-timeout=0"],
+                [str(kubectl_path(33)), "get", "--raw",
+                 f"{PATHS[kind]}?watch=1&resourceVersion={rv}", "--request-timeout=0"],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                env={"KUBECONFIG": str(kubeconfig), "HOME": str(self.home),
-                     "PATH": "/usr/bin:/bin"})
+                env=self._env(kubeconfig))
             thread = threading.Thread(target=self._read, args=(kind, proc), daemon=True)
             thread.start()
             self._procs.append(proc)
             self._threads.append(thread)
+        if known.objects:
+            self.blind.append((last_seen, listed))
 
-    def _resync(self, kubeconfig: Path) -> None:
-        """What went while the watches were off: DELETED at the listing's rv."""
-        known = World()
-        for ev in self.events():
-            known.apply(ev)
-        for kind in KINDS:
-            res = subprocess.run(
-                [str(kubectl_path(33)), "get", "--raw", PATHS[kind]], capture_output=True,
-                text=True, timeout=60,
-                env={"KUBECONFIG": str(kubeconfig), "HOME": str(self.home),
-                     "PATH": "/usr/bin:/bin"})
-            if res.returncode != 0:
-                continue
-            listing = json.loads(res.stdout)
-            rv = int(listing.get("metadata", {}).get("resourceVersion") or 0)
-            present = {(kind, (o.get("metadata") or {}).get("namespace", ""),
-                        (o.get("metadata") or {}).get("name", ""))
-                       for o in listing.get("items") or []}
-            with self._lock:
-                for key, obj in known.objects.items():
-                    if key[0] == kind and key not in present:
-                        self._events.append(Event(rv, kind, "DELETED", obj))
+    def _env(self, kubeconfig: Path) -> dict[str, str]:
+        return {"KUBECONFIG": str(kubeconfig), "HOME": str(self.home), "PATH": "/usr/bin:/bin"}
+
+    def _list(self, kubeconfig: Path, kind: str, known: World) -> int:
+        """List ``kind``: its objects as ADDED events, a DELETED event at the
+        listing's resourceVersion for every object ``known`` holds that it does
+        not; the listing's resourceVersion."""
+        res = subprocess.run([str(kubectl_path(33)), "get", "--raw", PATHS[kind]],
+                             capture_output=True, text=True, timeout=60,
+                             env=self._env(kubeconfig), check=True)
+        listing = json.loads(res.stdout)
+        rv = int(listing["metadata"]["resourceVersion"])
+        items = listing.get("items") or []
+        present = set()
+        with self._lock:
+            for obj in items:
+                md = obj.get("metadata") or {}
+                present.add((kind, md.get("namespace", ""), md.get("name", "")))
+                self._events.append(Event(int(md.get("resourceVersion") or 0), kind, "ADDED",
+                                          obj))
+            for key, obj in known.objects.items():
+                if key[0] == kind and key not in present:
+                    self._events.append(Event(rv, kind, "DELETED", obj))
+        return rv
 
     def stop(self) -> None:
         for proc in self._procs:
@@ -135,9 +156,13 @@ class EventLog:
                     break
                 buf = stripped[end:]
                 obj = doc.get("object") or {}
-                rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
+                kind_of_event = str(doc.get("type"))
                 with self._lock:
-                    self._events.append(Event(rv, kind, str(doc.get("type")), obj))
+                    if kind_of_event not in ("ADDED", "MODIFIED", "DELETED"):
+                        self.errors.append(obj)
+                        continue
+                    rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
+                    self._events.append(Event(rv, kind, kind_of_event, obj))
 
     def events(self) -> list[Event]:
         with self._lock:
@@ -185,14 +210,16 @@ class World:
 Check = Callable[[World, Event, World], list[str]]
 
 
-def replay(events: list[Event], checks: list[Check], start_rv: int = 0) -> list[str]:
-    """Run every check after every event newer than ``start_rv``; the problems found."""
+def replay(events: list[Event], checks: list[Check], start_rv: int = 0,
+           blind: list[tuple[int, int]] | None = None) -> list[str]:
+    """Run every check after every event newer than ``start_rv`` and outside the
+    ``blind`` spans ((after, up to]: ``EventLog.blind``); the problems found."""
     world = World()
     problems: list[str] = []
     for ev in events:
         before = World(dict(world.objects))
         world.apply(ev)
-        if ev.rv <= start_rv:
+        if ev.rv <= start_rv or any(after < ev.rv <= upto for after, upto in blind or ()):
             continue
         for check in checks:
             problems.extend(f"rv {ev.rv} ({ev.type} {ev.kind} {ev.key[2]}): {p}"

@@ -389,7 +389,9 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         ev.pdbs_hold({f"{WEB_NS}/web": 1, "racksmith-workloads/instances": len(placed) - 1}),
         ev.drained_only_when_unlocked(
             lambda pod: INSTANCE_LABEL in (pod["metadata"].get("labels") or {})),
-    ], start_rv=start_rv)
+    ], start_rv=start_rv, blind=log.blind)
+    assert not log.errors, log.errors
+    assert len(log.blind) == 1, log.blind  # the one restart
     if problems:
         first = int(problems[0].split()[1])
         context = ev.timeline(events, first - 120, first + 10)
