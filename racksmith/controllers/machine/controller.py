@@ -37,6 +37,7 @@ from racksmith.controllers.machine.commit import Committer, Raw, SecretData
 from racksmith.controllers.machine.index import MachineKeys
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
 from racksmith.controllers.machine.plan import decide, release_to_render
+from racksmith.controllers.machine.selection import may_be_candidate
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import (
     AgentAccess,
@@ -206,15 +207,13 @@ def _may_concern(host: dict[str, Any], machine: str, recorded: str | None) -> bo
     that name (the uid is the planner's to check), or an unclaimed
     ``available`` host (a candidate). A cheap pre-filter on the raw object;
     :mod:`racksmith.controllers.machine.selection` decides."""
-    meta = host.get("metadata") or {}
-    if recorded is not None and meta.get("name") == recorded:
+    if recorded is not None and (host.get("metadata") or {}).get("name") == recorded:
         return True
     ref = (host.get("spec") or {}).get("consumerRef")
     if ref:
         return isinstance(ref, dict) and ref.get("kind") == "Machine" \
             and ref.get("name") == machine
-    state = (((host.get("status") or {}).get("provisioning")) or {}).get("state")
-    return bool(state == "available")
+    return may_be_candidate(host)
 
 
 def _model(cls: type[_R], raw: dict[str, Any] | None) -> _R | None:

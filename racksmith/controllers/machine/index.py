@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from racksmith.controllers.machine.names import RELEASE_ANNOTATION
+from racksmith.controllers.machine.selection import may_be_candidate
 from racksmith.runtime.client import Client
 from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
@@ -105,7 +106,6 @@ class MachineKeys:
         ref = _map(obj.get("spec")).get("consumerRef")
         if isinstance(ref, Mapping) and ref.get("kind") == "Machine" and ref.get("name"):
             keys.add(ObjectKey(str(ref.get("namespace") or ns), str(ref["name"])))
-        elif _map(_map(obj.get("status")).get("provisioning")).get("state") == "available" \
-                and not _map(obj.get("metadata")).get("deletionTimestamp"):
+        elif may_be_candidate(obj):
             keys |= self._machines(WAITING_INDEX, "yes", ns)
         return sorted(keys)

@@ -11,6 +11,7 @@ on the fresh read before a claim, by the executor.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from racksmith.kinds.cluster import Machine
 from racksmith.kinds.common import LabelSelector, LabelSelectorOperator, ObjectReference
@@ -87,6 +88,17 @@ def is_candidate(host: BareMetalHost, machine: Machine) -> bool:
         and not host.spec.externally_provisioned
         and selector_matches(machine.spec.host_selector, meta.labels)
     )
+
+
+def may_be_candidate(raw: Mapping[str, Any]) -> bool:
+    """A cheap look at a raw BareMetalHost: unclaimed, ``available`` and not
+    being deleted — a host that fails this is no candidate for any Machine
+    (:func:`is_candidate` decides for the ones that pass)."""
+    meta = raw.get("metadata") or {}
+    status = raw.get("status") or {}
+    return (not (raw.get("spec") or {}).get("consumerRef")
+            and not meta.get("deletionTimestamp")
+            and ((status.get("provisioning") or {}).get("state")) == "available")
 
 
 def claimed_host(hosts: Iterable[BareMetalHost], machine: Machine) -> BareMetalHost | None:
