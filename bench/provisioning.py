@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import ironic_log  # the sibling: Ironic's API requests by kind, from its log
 import orjson
 
 from racksmith.app.logs import configure_logging
@@ -167,6 +168,7 @@ class Meter:
         self.needle = needle
 
     def __enter__(self) -> Meter:
+        self.started = dt.datetime.now()  # local time, as Ironic's log
         self.t0 = time.perf_counter()
         self.s0 = self_cpu()
         self.p0 = processes_cpu(self.needle)
@@ -174,6 +176,7 @@ class Meter:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.ended = dt.datetime.now()
         self.seconds = time.perf_counter() - self.t0
         self.self_cpu = self_cpu() - self.s0
         p1 = processes_cpu(self.needle)
@@ -463,6 +466,9 @@ async def run_racksmith(kind: str, n: int, data_dir: Path, needle: str, params: 
                     **m2.as_dict(), **_per_host_times(watch, names, "provisioned", t0),
                     **_calls(calls2 - calls1, per2 - per1, n)}
                 print(f"  [{kind}] Racksmith: all provisioned in {m2.seconds:.1f} s", flush=True)
+                out["ironic_requests"] = ironic_log.read(
+                    data_dir / "ironic" / "ironic.log",
+                    [("available", m1.started, m1.ended), ("provisioned", m2.started, m2.ended)])
                 out["host_errors_seen"] = len(watch.errors)
                 if after is not None:
                     await after(rs, out)
@@ -676,6 +682,9 @@ async def run_direct(kind: str, n: int, data_dir: Path, needle: str, params: Par
                               "retries": d.retries - retries1}
         out["poll_errors"] = dict(d.poll_errors)
         print(f"  [{kind}] direct: all active in {m2.seconds:.1f} s", flush=True)
+        out["ironic_requests"] = ironic_log.read(
+            data_dir / "ironic" / "ironic.log",
+            [("available", m1.started, m1.ended), ("provisioned", m2.started, m2.ended)])
     finally:
         if direct is not None:
             await direct.close()
@@ -784,6 +793,18 @@ def print_table(rows: list[tuple[str, ...]], title: str) -> None:
     Console(width=130).print(table)
 
 
+def print_requests(results: Obj) -> None:
+    """Per scenario and phase: Ironic's API requests by kind, both sides."""
+    for kind, s in results["scenarios"].items():
+        for phase in ("available", "provisioned"):
+            sides = {side: s[side]["ironic_requests"][phase] for side in ("racksmith", "direct")
+                     if "ironic_requests" in s.get(side, {})}
+            if sides:
+                print(f"\nIronic API requests, {kind} hosts, phase -> {phase} "
+                      "(per host; summed answer seconds):")
+                print("\n".join(ironic_log.table(sides, s["hosts"])))
+
+
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Params]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
@@ -801,6 +822,9 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Params]:
     p.add_argument("--phase-timeout", type=float, help="seconds per phase (default 900)")
     p.add_argument("--only", choices=("racksmith", "direct"), default="",
                    help="run one side only (for investigations: no ratio)")
+    p.add_argument("--ironic-requests", action="store_true",
+                   help="also print, per phase, Ironic's API requests by kind for both sides "
+                        "(count per host, summed answer time; from Ironic's log)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     p.add_argument("--tmpdir", type=Path, help="where the data dirs go (default $TMPDIR)")
     a = p.parse_args(argv)
@@ -862,6 +886,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{params.concurrency} concurrent requests; Racksmith: {params.workers} controller "
           f"workers. Load average before/after: {results['machine']['loadavg_start'][0]:.2f} / "
           f"{results['machine']['loadavg_end'][0]:.2f}")
+    if args.ironic_requests:
+        print_requests(results)
     for prob in problems:
         print(f"PROBLEM: {prob}")
     results["problems"] = problems
