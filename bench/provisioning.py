@@ -44,6 +44,7 @@ import logging
 import os
 import platform
 import resource
+import shutil
 import signal
 import ssl
 import sys
@@ -95,6 +96,8 @@ class Params:
     quick: bool
     only: str = ""
     """"racksmith" or "direct": run one side only (investigations; no ratio)."""
+    keep_logs: Path | None = None
+    """Where each side's Ironic log is copied to at its end (investigations)."""
 
 
 # --------------------------------------------------------------------------- CPU accounting
@@ -478,6 +481,15 @@ async def run_racksmith(kind: str, n: int, data_dir: Path, needle: str, params: 
         with contextlib.suppress(Exception):
             await asyncio.wait_for(rs.stop(), 90)
         reap(str(data_dir))
+        keep_log(params, data_dir, f"{kind}-racksmith")
+
+
+def keep_log(params: Params, data_dir: Path, name: str) -> None:
+    """Copy the scenario side's Ironic log to ``--keep-ironic-logs`` (if given)."""
+    log = data_dir / "ironic" / "ironic.log"
+    if params.keep_logs is not None and log.exists():
+        params.keep_logs.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, params.keep_logs / f"{name}.log")
 
 
 def _per_host_times(watch: HostWatch, names: list[str], state: str, t0: float) -> Obj:
@@ -697,6 +709,7 @@ async def run_direct(kind: str, n: int, data_dir: Path, needle: str, params: Par
         if http is not None:
             await http.stop()
         reap(str(data_dir))
+        keep_log(params, data_dir, f"{kind}-direct")
 
 
 # --------------------------------------------------------------------------- run + report
@@ -825,6 +838,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Params]:
     p.add_argument("--ironic-requests", action="store_true",
                    help="also print, per phase, Ironic's API requests by kind for both sides "
                         "(count per host, summed answer time; from Ironic's log)")
+    p.add_argument("--keep-ironic-logs", type=Path, metavar="DIR",
+                   help="copy each side's ironic.log to DIR/<kind>-<side>.log")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     p.add_argument("--tmpdir", type=Path, help="where the data dirs go (default $TMPDIR)")
     a = p.parse_args(argv)
@@ -833,7 +848,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, Params]:
                     direct_poll=max(0.05, a.direct_poll), concurrency=max(1, a.concurrency),
                     workers=max(1, a.workers),
                     phase_timeout=a.phase_timeout or (300.0 if a.quick else 900.0),
-                    quick=a.quick, only=a.only)
+                    quick=a.quick, only=a.only, keep_logs=a.keep_ironic_logs)
     if a.fake_hosts is not None:
         params.fake_hosts = max(1, a.fake_hosts)
     if a.redfish_hosts is not None:

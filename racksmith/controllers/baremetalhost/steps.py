@@ -95,7 +95,11 @@ async def manage_power(ctx: HostContext) -> Proposal:
         )
     actual = await ctx.calls.power_state()
     wanted = ctx.host.spec.online
-    if actual is wanted:
+    # An unknown power state (Ironic's None: no reading yet, or hardware that
+    # cannot tell) keeps the last one known, as Metal3's BMO does: a host never
+    # seen on counts as off, so a host wanted off is not powered off blind.
+    known = actual if actual is not None else bool(ctx.status.powered_on)
+    if known is wanted:
         return Proposal(powered_on=actual, clear_error=True, steady=True)
     result = await ctx.calls.power(wanted)
     if result.error:

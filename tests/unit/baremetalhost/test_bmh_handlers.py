@@ -103,6 +103,16 @@ CASES = [
          check=lambda p: p.steady and p.powered_on is False),
     Case("available, online: power on", S.AVAILABLE, ctx={"spec": {"online": True}},
          ops=["power_state", "power"], check=lambda p: p.powered_on is True),
+    # Ironic's power state None (no reading: fake hardware): the last known one
+    # counts (Metal3's rule), a host never seen on is not powered off blind.
+    Case("available, power unknown, offline: nothing", S.AVAILABLE, {"power_state": None},
+         ops=["power_state"], check=lambda p: p.steady and p.powered_on is None),
+    Case("available, power unknown, online: power on", S.AVAILABLE, {"power_state": None},
+         ctx={"spec": {"online": True}}, ops=["power_state", "power"],
+         check=lambda p: p.powered_on is True),
+    Case("available, power unknown, last seen on, offline: power off", S.AVAILABLE,
+         {"power_state": None}, ctx={"status": {"poweredOn": True}},
+         ops=["power_state", "power"], check=lambda p: p.powered_on is False),
     Case("available, power on in progress", S.AVAILABLE, {"power": WAIT},
          ctx={"spec": {"online": True}}, requeue=2.0),
     Case("available, power failure", S.AVAILABLE, {"power": fail(ErrorKind.POWER)},
