@@ -10,7 +10,8 @@ direct ≤ 1.2 for each phase (shown, not enforced).
 
 Also reported, for the Racksmith side: the benchmark process's CPU seconds
 per phase (Racksmith's API server and controllers run in it) and its peak
-RSS, Ironic API calls per host, and — with the N provisioned hosts still
+RSS, Ironic API calls per host (and, for both sides, Ironic's API requests
+by kind: ``bench/ironic_log.py``), and — with the N provisioned hosts still
 in place — the console's hosts page (``/console/#/hosts``) first screen in
 Debian's headless chromium (the measurement of ``bench/console.py``,
 median of R loads after a warm-up).
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         c = r["console"]
         print(f"console hosts page, first screen: median {c['first_screen_ms_median']} ms, "
               f"max {c['first_screen_ms_max']} ms ({a.loads} loads)")
+    prov.print_requests({"scenarios": {"fake": res}})
     problems = [f"{side}: {res[side]['error']}" for side in ("racksmith", "direct")
                 if "error" in res[side]]
     if "console_error" in r:

@@ -86,7 +86,8 @@ class IronicClient:
                  session: aiohttp.ClientSession | None = None,
                  node_cache_ttl: float = 0.0, node_poll_interval: float = 0.0,
                  node_stale_after: float = 30.0, auth: aiohttp.BasicAuth | None = None,
-                 ca_file: Path | None = None, node_poll_idle: float | None = None) -> None:
+                 ca_file: Path | None = None, node_poll_idle: float | None = None,
+                 node_poll_share: float = 0.2) -> None:
         """``node_cache_ttl`` > 0 serves :meth:`get_node` from node data at
         most that old: one shared listing of all nodes (one call per period
         for all hosts instead of one per host per poll), or a direct read of
@@ -99,7 +100,8 @@ class IronicClient:
 
         ``node_poll_interval`` > 0 lists the nodes in the background on
         that cadence instead (the listing starts again ``node_poll_interval``
-        after the previous one started, at once if it took longer): reads
+        after the previous one started, or later when listings are slow:
+        ``node_poll_share``): reads
         never wait for a listing; a node's listed data serves reads while it
         is newer than our last write to it and at most ``node_stale_after``
         old (a stuck listing falls back to direct reads), else the node is
@@ -108,7 +110,20 @@ class IronicClient:
         once nobody listens to :meth:`node_changes` and no call was made for
         ``node_poll_idle`` seconds (a controllers process that lost its
         leadership stops listing Ironic); the next call starts it again.
-        ``node_poll_idle`` defaults to ten polling periods, at least 30 s."""
+        ``node_poll_idle`` defaults to ten polling periods, at least 30 s.
+
+        ``node_poll_share`` bounds the share of the time the background
+        listing runs: a listing that took ``t`` seconds is followed by the
+        next one no sooner than ``t / node_poll_share`` after it started
+        (and never later than half of ``node_stale_after``). A listing of a
+        few nodes keeps the ``node_poll_interval`` cadence; at 1,000 nodes
+        on a busy Ironic (a listing answered in a second or more, each
+        costing Ironic's single worker a quarter of a second of CPU) it
+        backs off, leaving Ironic to the provisioning actions instead of
+        re-listing unchanged nodes every second (measured: docs/benchmarks.md)."""
+        if not 0 < node_poll_share <= 1:
+            raise ValueError("node_poll_share must be in (0, 1]")
+        self._poll_share = node_poll_share
         self.base_url = base_url.rstrip("/")
         self._cache_ttl = node_cache_ttl
         self._cache: dict[str, tuple[float, JsonObject]] = {}
@@ -298,7 +313,14 @@ class IronicClient:
                 log.info("no Ironic node reads for a while: the node listing stops until "
                          "the next one")
                 return
-            await asyncio.sleep(max(0.0, self._poll_interval - (loop.time() - started)))
+            took = loop.time() - started
+            await asyncio.sleep(max(0.0, self.next_listing_after(took) - took))
+
+    def next_listing_after(self, took: float) -> float:
+        """Seconds from a listing's start to the next one's, for a listing that
+        took ``took`` seconds (see ``node_poll_share``)."""
+        return min(max(self._poll_interval, took / self._poll_share),
+                   max(self._poll_interval, self._stale_after / 2))
 
     async def node_changes(self) -> AsyncIterator[str]:
         """Names of the nodes whose listed data changed from one background

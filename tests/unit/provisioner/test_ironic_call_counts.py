@@ -480,3 +480,15 @@ async def test_the_listing_stops_when_idle_and_starts_again_on_use(fake: FakeIro
         assert await client.get_node("metal~a") is not None
         assert client.polling
         await next_listings(client, 1)
+
+
+def test_slow_listings_are_spaced_out_fast_ones_keep_the_cadence() -> None:
+    client = IronicClient("http://127.0.0.1:9", node_poll_interval=1.0, node_stale_after=30.0,
+                          node_poll_share=0.2)
+    assert client.next_listing_after(0.01) == 1.0  # a few nodes: every second
+    assert client.next_listing_after(0.2) == 1.0
+    assert client.next_listing_after(0.5) == pytest.approx(2.5)  # listing ≤ 20% of the time
+    assert client.next_listing_after(1.2) == pytest.approx(6.0)
+    assert client.next_listing_after(10.0) == 15.0  # never past half the staleness bound
+    with pytest.raises(ValueError):
+        IronicClient("http://127.0.0.1:9", node_poll_interval=1.0, node_poll_share=0.0)
