@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from racksmith.apiserver.store.etcd import EtcdConfig
-from racksmith.controllers import ControllerTimings
+from racksmith.controllers import DEFAULT_WORKERS, ControllerTimings
 from racksmith.emulator.workloads import WorkloadTimings
 from racksmith.ironic.config import IronicPeriodics
 from racksmith.provisioner.ironic_states import IronicTimings
@@ -62,7 +62,7 @@ class Settings:
     """Start (or use) Ironic and the BareMetalHost controller."""
     apply: list[Path] = field(default_factory=list)
     leader_election: bool = True
-    controller_workers: int = 4
+    controller_workers: int = DEFAULT_WORKERS
     log_level: str = "info"
     alertmanager_url: str | None = None
     """Alertmanager v2 API read by UpdateAutoPause; None with emulated hosts:

@@ -33,6 +33,7 @@ from racksmith.app.identities import LEASE_NAME, Identities
 from racksmith.app.runner import ACCESS, build_controllers
 from racksmith.app.services import ironic_settings
 from racksmith.app.settings import Settings, Timings
+from racksmith.controllers import DEFAULT_WORKERS
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.metal import ChecksumType, Image
 from racksmith.provisioner.ironic import IronicProvisioner
@@ -59,7 +60,7 @@ class ControllersSettings:
     service_account_credentials: bool = True
     """Each controller with its own ServiceAccount (False: all with the process's)."""
     default_image: Image | None = None
-    workers: int = 4
+    workers: int = DEFAULT_WORKERS
     timings: Timings = field(default_factory=Timings)
 
 

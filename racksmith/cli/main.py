@@ -34,6 +34,7 @@ from racksmith.app.runner import ACCESS, Racksmith
 from racksmith.app.services import StartupError
 from racksmith.app.settings import Settings, Timings, default_data_dir
 from racksmith.app.timings_file import TimingsError, load_timings
+from racksmith.controllers import DEFAULT_WORKERS
 from racksmith.emulator.datacenter import HARDWARE_KINDS
 from racksmith.emulator.listeners import PortInUse
 from racksmith.filemodes import PRIVATE_UMASK
@@ -380,7 +381,7 @@ def controllers(
         True, help="Run each controller as its own ServiceAccount (racksmith rbac)."),
     default_image_url: str = typer.Option(None, help="OS image for releases that name none."),
     default_image_sha256: str = typer.Option(None, help="Its sha256."),
-    workers: int = typer.Option(4, help="Workers per controller (at most)."),
+    workers: int = typer.Option(DEFAULT_WORKERS, help="Workers per controller (at most)."),
     timings: Path = typer.Option(None, help="YAML file overriding controller waits."),
     log_level: str = typer.Option("info", help="Log level."),
     log_format: str = typer.Option("console", help="console or json."),

@@ -129,10 +129,17 @@ class ControllerTimings:
     """GracefulRebootRequest controller, with its node maintenance flow."""
 
 
+DEFAULT_WORKERS = 16
+"""Workers per controller, at most (``racksmith up``/``controllers --workers``). Only
+the BareMetalHost controller takes them all — each worker waits on one Ironic call,
+and at 1,000 hosts 4 workers left Ironic a fifth idle (bench/scale.py, docs/
+benchmarks.md); the others are capped at 1, 2 or 4 (their work is API-bound)."""
+
+
 def all_controllers(
     api_client: Any,
     *,
-    workers: int = 4,
+    workers: int = DEFAULT_WORKERS,
     provisioner: Provisioner | None = None,
     registry: CollectorRegistry | None = None,
     ipam: bool = False,
