@@ -51,7 +51,7 @@ from racksmith.provisioner.base import (
     RegisterResult,
     Result,
 )
-from racksmith.provisioner.ironic_bmc import BMCAddressError, DriverSpec, parse_bmc
+from racksmith.provisioner.ironic_bmc import FAKE_HARDWARE, BMCAddressError, DriverSpec, parse_bmc
 from racksmith.provisioner.ironic_inventory import hardware_from_inventory
 
 #: Namespace for node UUIDs derived from host UIDs (stable across restarts).
@@ -267,10 +267,18 @@ class IronicProvisioner:
         return await self._read_inventory(node)
 
     async def _read_inventory(self, node: JsonObject) -> InspectResult:
+        """The inspected hardware: from Ironic's inventory (none for
+        fake-hardware, whose ``fake`` inspection stores none: not asked for),
+        its NICs from the inventory's interfaces as Metal3 takes them; the
+        node's ports are read only when the inventory names no interface
+        (fake hardware, an inspection without one), to show at least the
+        boot NIC."""
         name = str(node.get("name"))
-        data = await self.client.get_inventory(name)
-        inventory = (data or {}).get("inventory") or {}
-        ports = await self.client.list_ports(name)
+        inventory: JsonObject = {}
+        if node.get("driver") != FAKE_HARDWARE:
+            data = await self.client.get_inventory(name)
+            inventory = (data or {}).get("inventory") or {}
+        ports = [] if inventory.get("interfaces") else await self.client.list_ports(name)
         hardware = hardware_from_inventory(inventory, node, ports)
         return InspectResult(Result.ok(), hardware=hardware,
                              raw_inventory=inventory or None)

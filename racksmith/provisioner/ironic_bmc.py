@@ -39,6 +39,10 @@ class DriverSpec:
         return {**self.driver_info, **self.credentials}
 
 
+FAKE_HARDWARE = "fake-hardware"
+"""The driver of ``fake://`` hosts. Racksmith registers them with the ``fake``
+inspect interface, which stores no inventory in Ironic: there is none to read."""
+
 REDFISH_SCHEMES = {"redfish", "redfish+http", "redfish+https"}
 VIRTUALMEDIA_SCHEMES = {"redfish-virtualmedia", "redfish-virtualmedia+http",
                         "redfish-virtualmedia+https"}
@@ -63,7 +67,7 @@ def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> 
     host = parts.hostname
     if scheme == "fake":
         return DriverSpec(
-            driver="fake-hardware",
+            driver=FAKE_HARDWARE,
             interfaces={"boot": "fake", "deploy": "fake", "inspect": "fake",
                         "management": "fake", "power": "fake"},
             driver_info={"fake_address": address.split("@")[-1]},
