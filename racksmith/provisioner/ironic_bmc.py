@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from racksmith.ironic.config import FAKE_INTERFACES
 from racksmith.provisioner.base import BMCAccess
 
 
@@ -68,8 +69,7 @@ def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> 
     if scheme == "fake":
         return DriverSpec(
             driver=FAKE_HARDWARE,
-            interfaces={"boot": "fake", "deploy": "fake", "inspect": "fake",
-                        "management": "fake", "power": "fake"},
+            interfaces=dict(FAKE_INTERFACES),
             driver_info={"fake_address": address.split("@")[-1]},
             credentials={})
     if scheme not in REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | FAKE_BMC_SCHEMES | {"ipmi"}:

@@ -80,9 +80,10 @@ class EventLog:
     def start(self, kubeconfig: Path) -> None:
         """List every kind and watch it from its listing (see the module docstring)."""
         known = World()
-        for ev in self.events():
+        so_far = self.events()
+        for ev in so_far:
             known.apply(ev)
-        last_seen = max((ev.rv for ev in self.events()), default=0)
+        last_seen = max((ev.rv for ev in so_far), default=0)
         listed = 0
         for kind in KINDS:
             rv = self._list(kubeconfig, kind, known)
