@@ -101,25 +101,26 @@ async def run_agent(
             return 0 if result.outcome == Outcome.READY else 1
         stop = stop if stop is not None else asyncio.Event()
         with _signals(stop, handle_signals):
-            log.info("agent started", lcm_machine=f"{config.namespace}/{config.lcm_machine}",
-                     node=config.node_name, emulated=emulated, root=str(host.root))
-            storage = StorageLoop(kube, StorageContext.for_host(host, runner), config.node_name,
-                                  clock, kube.volume_source(config.node_name, clock), timing)
-            renewer = TokenRenewer(client, config_path, config.token, clock, timing.token_check)
-            tasks = [asyncio.create_task(loop.run(stop), name="racksmith-agent-loop"),
-                     asyncio.create_task(storage.run(stop), name="racksmith-agent-storage"),
-                     asyncio.create_task(renewer.run(stop), name="racksmith-agent-token")]
-            if kubelet is not None:
-                tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
-                tasks.append(asyncio.create_task(
-                    kubelet.follow_pods(kube.pod_source(config.node_name, clock), stop),
-                    name="racksmith-kubelet-pods"))
-            try:
-                await stop.wait()
-            finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+            async with kube.storage_class_cache():  # the storage jobs' reads
+                log.info("agent started", lcm_machine=f"{config.namespace}/{config.lcm_machine}",
+                         node=config.node_name, emulated=emulated, root=str(host.root))
+                storage = StorageLoop(kube, StorageContext.for_host(host, runner), config.node_name,
+                                      clock, kube.volume_source(config.node_name, clock), timing)
+                renewer = TokenRenewer(client, config_path, config.token, clock, timing.token_check)
+                tasks = [asyncio.create_task(loop.run(stop), name="racksmith-agent-loop"),
+                         asyncio.create_task(storage.run(stop), name="racksmith-agent-storage"),
+                         asyncio.create_task(renewer.run(stop), name="racksmith-agent-token")]
+                if kubelet is not None:
+                    tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
+                    tasks.append(asyncio.create_task(
+                        kubelet.follow_pods(kube.pod_source(config.node_name, clock), stop),
+                        name="racksmith-kubelet-pods"))
+                try:
+                    await stop.wait()
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
             log.info("agent stopped")
         return 0
     finally:

@@ -122,6 +122,19 @@ def field_index(path: str) -> IndexFunc:
     return index
 
 
+def fields_match(selector: str, obj: Mapping[str, Any]) -> bool:
+    """Does ``obj`` match field selector ``selector`` — equalities only
+    (``a.b=v`` or ``a.b==v``, comma-separated)? Any other form: False."""
+    for term in selector.split(","):
+        path, sep, value = term.partition("=")
+        value = value.removeprefix("=")
+        if not sep or not path or path.endswith("!"):
+            return False
+        if field_index(path.strip())(obj) != [value.strip()]:
+            return False
+    return True
+
+
 def field_index_name(path: str) -> str:
     """The index name under which a field index for ``path`` is looked up."""
     return f"field:{path}"
@@ -311,7 +324,13 @@ class SharedInformer:
         self._tombstones[key] = str(_resource_version(obj) or "")
 
     def _in_scope(self, obj: Mapping[str, Any]) -> bool:
-        if not self.plain:
+        """Would the list+watch hold ``obj``? Known for no selector and for a
+        field selector of equalities (``spec.nodeName=n1``); a label
+        selector, or a field selector of another form, says no (the watch
+        event brings the object)."""
+        if self._label_selector:
+            return False
+        if self._field_selector and not fields_match(self._field_selector, obj):
             return False
         return self.namespace is None or key_of(obj).namespace == self.namespace
 
