@@ -94,6 +94,10 @@ class IronicProvisioner:
         self.settings = settings
         self.timings = timings if timings is not None else st.IronicTimings()
         self._ipmi = settings.ipmi_enabled()
+        #: node name → the boot MAC whose port registration found or made: a
+        #: fake-hardware node's one NIC, so its inspection needs no port read.
+        #: Lost with the process (the ports are read then).
+        self._boot_macs: dict[str, str] = {}
         self._log = logger if logger is not None else structlog.get_logger(
             "racksmith.provisioner.ironic")
 
@@ -220,15 +224,15 @@ class IronicProvisioner:
         name = str(node.get("name"))
         # A node created a moment ago has no ports yet: skip the lookup.
         ports = [] if just_created else await self.client.list_ports(name)
-        if any(str(p.get("address", "")).lower() == mac for p in ports):
-            return None
-        try:
-            await self.client.create_port(str(node["uuid"]), mac, host=name)
-        except IronicAPIError as exc:
-            if exc.is_conflict:
-                return Result.fail(ErrorKind.REGISTRATION,
-                                   f"boot MAC address {mac} belongs to another Ironic node")
-            return Result.fail(ErrorKind.REGISTRATION, exc.message)
+        if not any(str(p.get("address", "")).lower() == mac for p in ports):
+            try:
+                await self.client.create_port(str(node["uuid"]), mac, host=name)
+            except IronicAPIError as exc:
+                if exc.is_conflict:
+                    return Result.fail(ErrorKind.REGISTRATION,
+                                       f"boot MAC address {mac} belongs to another Ironic node")
+                return Result.fail(ErrorKind.REGISTRATION, exc.message)
+        self._boot_macs[name] = mac
         return None
 
     # --- inspection -------------------------------------------------------
@@ -271,14 +275,19 @@ class IronicProvisioner:
         fake-hardware, whose ``fake`` inspection stores none: not asked for),
         its NICs from the inventory's interfaces as Metal3 takes them; the
         node's ports are read only when the inventory names no interface
-        (fake hardware, an inspection without one), to show at least the
-        boot NIC."""
+        (an inspection without one), to show at least the boot NIC. A
+        fake-hardware node's only port is the boot MAC's that registration
+        made: when this process registered it, that is its NIC (no read)."""
         name = str(node.get("name"))
         inventory: JsonObject = {}
+        ports: list[JsonObject] = []
         if node.get("driver") != FAKE_HARDWARE:
             data = await self.client.get_inventory(name)
             inventory = (data or {}).get("inventory") or {}
-        ports = [] if inventory.get("interfaces") else await self.client.list_ports(name)
+        elif name in self._boot_macs:
+            ports = [{"address": self._boot_macs[name], "pxe_enabled": True}]
+        if not ports and not inventory.get("interfaces"):
+            ports = await self.client.list_ports(name)
         hardware = hardware_from_inventory(inventory, node, ports)
         return InspectResult(Result.ok(), hardware=hardware,
                              raw_inventory=inventory or None)
@@ -495,6 +504,7 @@ class IronicProvisioner:
             await self.client.delete_node(name)
         except IronicAPIError as exc:
             return self._api_failure(exc, kind)
+        self._boot_macs.pop(name, None)
         self._log.info("ironic node deleted", host=name, uuid=node.get("uuid"))
         return Result(done=True, dirty=True)
 

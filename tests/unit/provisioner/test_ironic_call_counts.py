@@ -280,8 +280,8 @@ async def test_without_a_cache_every_read_is_a_call(fake: FakeIronic) -> None:
 
 
 @pytest.mark.parametrize(("ttl", "expected"), [
-    (60.0, [3, 1, 1, 2, 1, 1, 0, 0]),
-    (0.0, [4, 1, 3, 3, 3, 2, 2, 2]),  # no cache: every provisioner call reads
+    (60.0, [3, 1, 1, 1, 1, 1, 0, 0]),
+    (0.0, [4, 1, 3, 2, 3, 2, 2, 2]),  # no cache: every provisioner call reads
 ])
 async def test_provisioner_calls_per_reconcile(fake: FakeIronic, ttl: float,
                                                expected: list[int]) -> None:
@@ -315,8 +315,8 @@ async def test_provisioner_calls_per_reconcile(fake: FakeIronic, ttl: float,
             await reconcile(),
             await reconcile(),  # registering, verified: GET
             await reconcile("inspect"),  # the same data: PUT inspect
-            # inspecting, done: GET node, GET ports (fake hardware stores no
-            # inventory: not asked for; the ports name the boot NIC).
+            # inspecting, done: GET node (fake hardware stores no inventory:
+            # not asked for; its one NIC is the boot MAC registration gave a port).
             await reconcile("inspect"),
             await reconcile("prepare"),  # PUT provide
             await reconcile("prepare"),  # GET: available
@@ -334,7 +334,13 @@ async def test_provisioner_calls_per_reconcile(fake: FakeIronic, ttl: float,
             "manage": 1, "inspect": 1, "provide": 1}
         out = await p.inspect(HOST)
         assert out.hardware is not None
-        assert [n.mac for n in out.hardware.nics] == ["52:54:00:00:00:01"]
+        assert [(n.mac, n.pxe) for n in out.hardware.nics] == [("52:54:00:00:00:01", True)]
+        assert fake.count("GET", "/v1/ports") == 0
+
+        # A restarted process knows no boot MAC of its own: it reads the ports.
+        again = await provisioner_for(client).inspect(HOST)
+        assert again.hardware == out.hardware
+        assert fake.count("GET", "/v1/ports") == 1
 
 
 @pytest.mark.parametrize("ttl", [0.0, TTL])
