@@ -17,6 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+FAKE_HARDWARE = "fake-hardware"
+"""The hardware type of ``fake://`` hosts (enabled in every Ironic Racksmith
+configures). Racksmith registers them with the ``fake`` inspect interface,
+which stores no inventory in Ironic: there is none to read."""
+
 #: Interfaces per hardware type that Racksmith uses. The first of each list
 #: is what a node gets by default; the provisioner sets them explicitly.
 FAKE_INTERFACES: Mapping[str, str] = {
@@ -190,7 +195,7 @@ def enabled_interfaces(ipmi: bool, fake_bmc: bool = False) -> dict[str, list[str
 
 
 def hardware_types(ipmi: bool, fake_bmc: bool = False) -> list[str]:
-    return ["fake-hardware", "redfish", *(["ipmi"] if ipmi else []),
+    return [FAKE_HARDWARE, "redfish", *(["ipmi"] if ipmi else []),
             *(["racksmith-fake"] if fake_bmc else [])]
 
 

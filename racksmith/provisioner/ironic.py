@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 import structlog
 
 from racksmith.ironic.client import IronicAPIError, IronicClient, IronicUnavailable, JsonObject
-from racksmith.ironic.config import IronicSettings
+from racksmith.ironic.config import FAKE_HARDWARE, IronicSettings
 from racksmith.provisioner import ironic_states as st
 from racksmith.provisioner.base import (
     BackendUnavailable,
@@ -51,7 +51,7 @@ from racksmith.provisioner.base import (
     RegisterResult,
     Result,
 )
-from racksmith.provisioner.ironic_bmc import FAKE_HARDWARE, BMCAddressError, DriverSpec, parse_bmc
+from racksmith.provisioner.ironic_bmc import BMCAddressError, DriverSpec, parse_bmc
 from racksmith.provisioner.ironic_inventory import hardware_from_inventory
 
 #: Namespace for node UUIDs derived from host UIDs (stable across restarts).

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from racksmith.ironic.config import FAKE_INTERFACES
+from racksmith.ironic.config import FAKE_HARDWARE, FAKE_INTERFACES
 from racksmith.provisioner.base import BMCAccess
 
 
@@ -40,9 +40,6 @@ class DriverSpec:
         return {**self.driver_info, **self.credentials}
 
 
-FAKE_HARDWARE = "fake-hardware"
-"""The driver of ``fake://`` hosts. Racksmith registers them with the ``fake``
-inspect interface, which stores no inventory in Ironic: there is none to read."""
 
 REDFISH_SCHEMES = {"redfish", "redfish+http", "redfish+https"}
 VIRTUALMEDIA_SCHEMES = {"redfish-virtualmedia", "redfish-virtualmedia+http",
