@@ -4,13 +4,14 @@ Owns the agent's side of the task protocol (docs/design/volume-contracts.md,
 "The task protocol"): at start, :func:`~racksmith.agent.storage.tasks.recover`
 (stale ``.tmp`` files removed, sparse files re-attached); then, for every
 Volume of ``node`` the watch names (field selector ``spec.nodeName``), read
-it again and, when ``status.job`` names a job without a result in the
+it (``VolumeApi.get_volume``: the agent answers from that watch's store,
+with its own patches in it) and, when ``status.job`` names a job without a result in the
 annotation ``storage.racksmith.io/job-result``, run it (``tasks.run_job``)
 and write the result by a merge patch on metadata. A malformed job gets a
 failed result (``InvalidJob``) so the controller is not left waiting.
 
 Level-based and one job at a time: events are hints, the Volume is
-re-read before acting, and a re-run of a job (a restart before its result
+read as it is now before acting, and a re-run of a job (a restart before its result
 was written) finishes the same work. A job whose result cannot be written
 (the API refusing or unreachable) is retried with capped exponential
 back-off. Started by ``main`` next to the LCM loop.
