@@ -33,8 +33,8 @@ Owns, for ``bench/update.py``:
   plan's phases;
 * ``ControllerProcess``: the update controller alone in its own process
   (``python bench/fleet.py controller ...``, this file's ``__main__``), so
-  its CPU is read from ``/proc``; in the child every ``ApiClient.call_api``
-  is counted (verb and resource) and the counts are written to a JSON file
+  its CPU is read from ``/proc``; in the child every HTTP request of its
+  aiohttp sessions is counted (verb and resource) and the counts are written to a JSON file
   on SIGUSR1.
 
 Only 127.0.0.1 is contacted. The child dies with its parent (PR_SET_PDEATHSIG).
@@ -701,19 +701,25 @@ def classify(method: str, resource_path: str, path_params: Any, query_params: An
 
 
 def install_call_counter() -> Counter[str]:
-    """Count every ``ApiClient.call_api`` of this process, by ``classify``."""
-    from kubernetes_asyncio.client import ApiClient
+    """Count every HTTP request of this process's aiohttp sessions, by ``classify``.
+
+    At the session, not ``ApiClient.call_api``: the runtime Client sends its
+    requests straight onto the ApiClient's session (``Client._exchange``)."""
+    import aiohttp
+    from yarl import URL
 
     counts: Counter[str] = Counter()
-    original = ApiClient.call_api
+    original = aiohttp.ClientSession._request
 
-    def call_api(self: Any, resource_path: str, method: str, path_params: Any = None,
-                 query_params: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def request(self: Any, method: str, str_or_url: Any, *args: Any, **kwargs: Any) -> Any:
         with contextlib.suppress(Exception):
-            counts[classify(method, resource_path, path_params, query_params)] += 1
-        return original(self, resource_path, method, path_params, query_params, *args, **kwargs)
+            url = URL(str(str_or_url))
+            query = dict(url.query)
+            query.update({str(k): v for k, v in dict(kwargs.get("params") or {}).items()})
+            counts[classify(method, url.path, None, query)] += 1
+        return original(self, method, str_or_url, *args, **kwargs)
 
-    ApiClient.call_api = call_api  # type: ignore[method-assign]
+    aiohttp.ClientSession._request = request  # type: ignore[method-assign]
     return counts
 
 

@@ -7,8 +7,8 @@ Owns the update part of ``make bench`` (issue 6). One run, three processes:
 * the LCM update controller alone (``racksmith.controllers.update``'s
   ``update_controller`` under a ``Manager``, through the kubeconfig, as
   ``racksmith up`` wires it) in its own process, so its CPU is read from
-  ``/proc`` and nothing else is counted in it; every request it makes
-  through ``ApiClient.call_api`` is counted (``bench/fleet.py``);
+  ``/proc`` and nothing else is counted in it; every HTTP request it makes
+  (its aiohttp sessions) is counted (``bench/fleet.py``);
 * this process: the fleet simulator (``bench/fleet.py``): the Machine
   controller's release pin, host agents that apply in ``--apply-seconds``
   and then need a reboot, the BareMetalHost controller and the OS boot
