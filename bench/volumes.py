@@ -22,14 +22,17 @@ volumes (``sparseLoopDevice``, 1Gi each, ext4 with ``mkfsOptions: ["-m",
   annotation appeared (host work done) and when ``status.phase`` became
   ``Available``. The agent also fsyncs the file, renames it into place and
   records an emulated loop device; that is part of Racksmith's cost here.
+  The creates and the watch run in a bench client process of their own
+  (``BenchClient``), as ``kubectl`` would: the benchmark process holds
+  what ``racksmith up`` holds (API server and controllers), nothing more.
 
 Reported: wall time of both sides and the ratio Racksmith ÷ direct (shown,
 not enforced: this is a benchmark, not a test), per-volume latency
 p50/p90/max (Racksmith also split into apply → job started → host work done
 → Available), and CPU seconds: this process (the direct script with its
-mkfs/blkid children; or API server + controllers + the bench's own client),
-the agents (with their mkfs/blkid children) and everything else on the
-machine. Afterwards it checks the Racksmith side: every Volume Available
+mkfs/blkid children; or API server + controllers), the agents (with their
+mkfs/blkid children), the bench client (creates and watch) and everything
+else on the machine. Afterwards it checks the Racksmith side: every Volume Available
 with a deviceName, one PersistentVolume per Volume, one ext4 image file per
 Volume under its node's root. Exit status 1 if a check failed or a side
 failed or timed out.
@@ -151,11 +154,13 @@ class CpuMeter:
     the agent processes and the rest of the machine."""
 
     agent_pids: list[int] = field(default_factory=list)
+    client_pids: list[int] = field(default_factory=list)
 
     def __enter__(self) -> CpuMeter:
         self.t0 = time.perf_counter()
         self.s0, self.c0 = self_cpu(), children_cpu()
         self.a0 = sum(pid_cpu(p) for p in self.agent_pids)
+        self.k0 = sum(pid_cpu(p) for p in self.client_pids)
         self.m0 = machine_busy_seconds()
         return self
 
@@ -164,13 +169,15 @@ class CpuMeter:
         self.self_s = self_cpu() - self.s0
         self.children_s = children_cpu() - self.c0
         self.agents_s = sum(pid_cpu(p) for p in self.agent_pids) - self.a0
+        self.client_s = sum(pid_cpu(p) for p in self.client_pids) - self.k0
         self.other_s = max(0.0, machine_busy_seconds() - self.m0 - self.self_s
-                           - self.children_s - self.agents_s)
+                           - self.children_s - self.agents_s - self.client_s)
 
     def as_dict(self) -> Obj:
         return {"seconds": round(self.seconds, 3), "cpu_self_s": round(self.self_s, 2),
                 "cpu_children_s": round(self.children_s, 2),
-                "cpu_agents_s": round(self.agents_s, 2), "cpu_other_s": round(self.other_s, 2)}
+                "cpu_agents_s": round(self.agents_s, 2), "cpu_client_s": round(self.client_s, 2),
+                "cpu_other_s": round(self.other_s, 2)}
 
 
 # --------------------------------------------------------------------------- direct script
@@ -444,6 +451,85 @@ async def apply_volumes(client: ApiClient, volumes: int, nodes: list[str]) -> di
     return applied
 
 
+class BenchClient:
+    """The user's side — the Volumes applied and watched — in a process of its
+    own, as ``kubectl`` would be (``python bench/volumes.py --client ...``):
+    its CPU is not the API server's, and is reported apart.
+
+    Protocol on its stdin/stdout, one line each: it prints ``ready`` once its
+    Volume watch has listed; ``go`` makes it apply the Volumes and wait until
+    every one is Available; it prints one JSON line (``applied``/``reached``
+    perf_counter times, the clock being the machine's monotonic one, or
+    ``error``) and exits on ``bye`` or end of input."""
+
+    def __init__(self, kubeconfig: Path, volumes: int, nodes: list[str], timeout: float,
+                 log_path: Path) -> None:
+        args = [sys.executable, str(Path(__file__).resolve()), "--client", str(kubeconfig),
+                "--volumes", str(volumes), "--nodes", str(len(nodes)),
+                "--timeout", str(timeout)]
+        self.log_path = log_path
+        with log_path.open("wb") as log:
+            self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log, cwd=ROOT, preexec_fn=_die_with_parent)
+
+    async def _line(self, timeout: float) -> str:
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(self.proc.stdout.readline), timeout)
+        if not line:
+            tail = self.log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"bench client exited with {self.proc.poll()}:\n{tail}")
+        return line.decode().strip()
+
+    def _send(self, word: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(word.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    async def ready(self, timeout: float) -> None:
+        line = await self._line(timeout)
+        if line != "ready":
+            raise RuntimeError(f"bench client said {line!r}, not ready")
+
+    async def run(self, timeout: float) -> Obj:
+        self._send("go")
+        out: Obj = orjson.loads(await self._line(timeout))
+        return out
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self._send("bye")
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+async def client_main(kubeconfig: Path, volumes: int, nodes: int, timeout: float) -> None:
+    """The bench client process (see ``BenchClient``)."""
+    client = await api_client_from_kubeconfig(kubeconfig)
+    watch = VolumeWatch(client)
+    task = asyncio.create_task(watch.run(), name="volume-watch")
+    try:
+        await asyncio.wait_for(watch.listed.wait(), 30)  # events from here on are replayed
+        print("ready", flush=True)
+        if (await asyncio.to_thread(sys.stdin.readline)).strip() != "go":
+            return
+        out: Obj = {}
+        try:
+            applied = await apply_volumes(client, volumes, node_names(nodes))
+            await watch.wait(volume_names(volumes), timeout)
+            out = {"applied": applied, "reached": watch.reached}
+        except Exception as exc:  # reported by the parent
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        print(orjson.dumps(out).decode(), flush=True)
+        await asyncio.to_thread(sys.stdin.readline)  # bye (or EOF)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.close()
+
+
 async def check_racksmith(client: ApiClient, volumes: int, agents: list[Agent]) -> list[str]:
     """The Racksmith side's result: Volumes, PVs, image files."""
     problems: list[str] = []
@@ -480,7 +566,7 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
     manager: Manager | None = None
     manager_task: asyncio.Task[None] | None = None
     clients: list[ApiClient] = []
-    watch_task: asyncio.Task[None] | None = None
+    bench_client: BenchClient | None = None
     try:
         print("  [racksmith] starting the API server and the controllers ...", flush=True)
         await server.start(bootstrap=all_crds())
@@ -505,17 +591,18 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
                   for node in node_list]
         await wait_agents_ready(client, agents, AGENT_START_TIMEOUT)
         out["agent_pids"] = [a.proc.pid for a in agents]
-        watch = VolumeWatch(client)
-        watch_task = asyncio.create_task(watch.run(), name="volume-watch")
-        await asyncio.wait_for(watch.listed.wait(), 30)  # events from here on are replayed
+        bench_client = BenchClient(server.kubeconfig_path, volumes, node_list, timeout,
+                                   workdir / "client.log")
+        await bench_client.ready(60)
         print(f"  [racksmith] applying {volumes} Volumes ...", flush=True)
-        with CpuMeter([a.proc.pid for a in agents]) as meter:
+        with CpuMeter([a.proc.pid for a in agents], [bench_client.proc.pid]) as meter:
             t0 = time.perf_counter()
-            applied = await apply_volumes(client, volumes, node_list)
-            await watch.wait(names, timeout)
+            seen = await bench_client.run(timeout + 60)
+        if "error" in seen:
+            raise RuntimeError(seen["error"])
         out.update(meter.as_dict())
+        applied, r = seen["applied"], seen["reached"]
         out["apply_s"] = round(max(applied.values()) - t0, 3)
-        r = watch.reached
         out["latency"] = latency([r["available"][n] - applied[n] for n in names])
         out["to_job"] = latency([r["job"][n] - applied[n] for n in names if n in r["job"]])
         out["job_to_result"] = latency([r["result"][n] - r["job"][n] for n in names
@@ -528,9 +615,8 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
         out["error"] = f"{type(exc).__name__}: {exc}"
         print(f"  [racksmith] FAILED: {out['error']}", flush=True)
     finally:
-        if watch_task is not None:
-            watch_task.cancel()
-            await asyncio.gather(watch_task, return_exceptions=True)
+        if bench_client is not None:
+            bench_client.stop()
         for a in agents:  # all at once, then wait for each
             a.terminate()
         out["agent_exit_codes"] = [a.stop() for a in agents]
@@ -559,7 +645,7 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
 
     def cpu(x: Obj) -> str:
         return (f"{x['cpu_self_s']:.1f} / {x['cpu_children_s']:.1f} / {x['cpu_agents_s']:.1f} "
-                f"/ {x['cpu_other_s']:.1f}")
+                f"/ {x['cpu_client_s']:.1f} / {x['cpu_other_s']:.1f}")
 
     out = [("apply → every volume Available (wall)",
             f"{r['seconds']:.2f} s" if ok_r else "error",
@@ -573,7 +659,7 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
                 ("  status.job → result annotation (agent)", lat(r["job_to_result"]), ""),
                 ("  result → Available (controller: PV, status)",
                  lat(r["result_to_available"]), "")]
-    out.append(("CPU s: bench process / its children / agents / other",
+    out.append(("CPU s: bench process / its children / agents / bench client / other",
                 cpu(r) if ok_r else "", cpu(d) if ok_d else ""))
     return out
 
@@ -632,11 +718,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per side")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     p.add_argument("--tmpdir", type=Path, help="where the work dir goes (default $TMPDIR)")
+    p.add_argument("--client", type=Path, metavar="KUBECONFIG", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     volumes = a.volumes or (10 if a.quick else 100)
     nodes = a.nodes or (2 if a.quick else 5)
     if volumes < 1 or nodes < 1:
         p.error("--volumes and --nodes must be positive")
+    if a.client is not None:  # the bench client process (BenchClient)
+        configure_logging("warning")
+        asyncio.run(client_main(a.client, volumes, nodes, a.timeout))
+        return 0
     signal.signal(signal.SIGTERM, _sigterm)
     configure_logging("warning")
     logging.getLogger().setLevel(logging.ERROR)
