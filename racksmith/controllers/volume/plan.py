@@ -33,7 +33,7 @@ from racksmith.controllers.volume.pv import pv_manifest, size_quantity
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.storage import Volume, VolumeReason
 from racksmith.kinds.volumejobs import Job, JobOp, JobResult
-from racksmith.runtime.conditions import ConditionSpec, EventSpec
+from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
 
 R = VolumeReason
 
@@ -169,7 +169,7 @@ def decide(o: Observed) -> Step:
         if not o.pv.belongs_to(v):
             return Step(Wait(None), failed(
                 R.CREATION_ERROR, f"PersistentVolume {name} exists and belongs to another owner"))
-        return _mirror(o.pv, job, result, o.timings.resync)
+        return _mirror(o.pv, job, result, o.timings.resync, _ready_message(v))
     status = v.status
     if job is not None and job.op is JobOp.PREPARE and result is not None:
         if not result.device_name or result.size_bytes is None or result.size_bytes <= 0:
@@ -191,13 +191,32 @@ def decide(o: Observed) -> Step:
     return Step(StartJob(JobOp.PREPARE), pending(f"prepare job started on node {node}"))
 
 
-def _mirror(pv: PVView, job: Job | None, result: JobResult | None, resync: float) -> Step:
-    """The PV exists: the Volume's health is the PV's; a consumed job is cleared."""
+def _ready_message(volume: Volume) -> str | None:
+    """The message of the Volume's Ready condition when it is True, else None."""
+    cond = find(volume.status.conditions if volume.status else [], READY)
+    return cond.message if cond is not None and cond.status is ConditionStatus.TRUE else None
+
+
+#: PV phases a PersistentVolume just created by the controller goes through.
+_NEW_PV_PHASES = (None, "Pending", "Available")
+
+
+def _mirror(pv: PVView, job: Job | None, result: JobResult | None, resync: float,
+            ready_message: str | None = None) -> Step:
+    """The PV exists: the Volume's health is the PV's; a consumed job is cleared.
+
+    A Volume whose Ready still says its PV was created (``ready_message``)
+    keeps that while the PV is new (no phase, Pending, Available): the
+    PV's way to Available is not news, and rewriting the message would be
+    one more status write per Volume."""
     done = job is not None and result is not None and result.ok
     device = result.device_name if done and result is not None else None
     size = (size_quantity(result.size_bytes) if done and result is not None
             and result.size_bytes else None)
     clear = job is not None
+    if (not clear and pv.phase in _NEW_PV_PHASES and not pv.deleting and ready_message
+            and ready_message.startswith(f"PersistentVolume {pv.name} created")):
+        return Step(Wait(resync))
     if pv.deleting:
         if pv.is_bound or not pv.has_finalizer:
             return Step(Wait(None), failed(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,8 +21,10 @@ from racksmith.controllers.volume.plan import (
 )
 from racksmith.controllers.volume.status import phase_of
 from racksmith.controllers.volume.timings import VolumeTimings
-from racksmith.kinds.storage import VolumePhase
+from racksmith.kinds.common import ConditionStatus
+from racksmith.kinds.storage import Volume, VolumePhase
 from racksmith.kinds.volumejobs import JobOp
+from racksmith.runtime.conditions import ConditionSpec, set_condition
 from tests.unit.volume import builders as b
 from tests.unit.volume.builders import PREP, UNPREP
 
@@ -162,3 +165,35 @@ def test_waits_come_from_the_timings_of_the_input() -> None:
     assert decide(at_rest).action == Wait(0.2)
     going = replace(b.observed(V(job=UNPREP, deleting=True)), timings=fast)
     assert decide(going).action == Wait(0.1)
+
+
+def _available(message: str) -> Volume:
+    """A deployed Volume whose Ready condition is True with ``message``."""
+    vol = b.volume(device="loop3", size="1Gi")
+    assert vol.status is not None
+    vol.status.conditions = set_condition([], ConditionSpec(
+        "Ready", ConditionStatus.TRUE, "Available", message), datetime(2024, 1, 1, tzinfo=UTC), 1)
+    vol.status.phase = VolumePhase.AVAILABLE
+    return vol
+
+
+@pytest.mark.parametrize("pv_phase", [None, "Pending", "Available"])
+def test_a_new_pv_on_its_way_to_available_is_not_news(pv_phase: str | None) -> None:
+    """Ready says the PV was created; the PV becoming Available changes nothing
+    (no status write per Volume for it)."""
+    step = decide(b.observed(_available("PersistentVolume v1 created"), pv_=b.pv(phase=pv_phase)))
+    assert step.action == Wait(RESYNC)
+    assert step.ready is None
+
+
+def test_a_created_pv_that_is_bound_is_told() -> None:
+    step = decide(b.observed(_available("PersistentVolume v1 created"),
+                             pv_=b.pv(phase="Bound", claim="default/data")))
+    assert step.ready is not None and "is Bound" in step.ready.message
+
+
+def test_an_other_message_follows_the_pv() -> None:
+    """Only the creation message stands for a new PV: after "is Released", an
+    Available PV is told again."""
+    step = decide(b.observed(_available("PersistentVolume v1 is Released"), pv_=b.pv()))
+    assert step.ready is not None and "is Available" in step.ready.message
