@@ -10,7 +10,6 @@ separation and ``generation`` bumps. Pure: no I/O.
 from __future__ import annotations
 
 import base64
-import copy
 import re
 import uuid
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from typing import Any
 from racksmith.apiserver import errors
 from racksmith.apiserver.errors import Cause
 from racksmith.apiserver.registry import ResourceInfo
+from racksmith.jsoncopy import json_copy
 
 Obj = dict[str, Any]
 
@@ -270,7 +270,7 @@ def prepare_update(info: ResourceInfo, old: Obj, new: Obj, *, subresource: str) 
     new["kind"] = info.kind
     if subresource == "status":
         status = new.get("status")
-        keep = copy.deepcopy(old)
+        keep = json_copy(old)
         keep["metadata"]["resourceVersion"] = meta.get("resourceVersion",
                                                        old_meta.get("resourceVersion"))
         new.clear()
@@ -282,7 +282,7 @@ def prepare_update(info: ResourceInfo, old: Obj, new: Obj, *, subresource: str) 
         return
     if info.has_status:
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = json_copy(old["status"])
         else:
             new.pop("status", None)
     if "generation" in old_meta and spec_of(old) != spec_of(new):

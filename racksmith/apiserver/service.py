@@ -51,6 +51,7 @@ from racksmith.apiserver.store.base import (
     Scope,
     Store,
 )
+from racksmith.jsoncopy import json_copy
 
 Obj = dict[str, Any]
 
@@ -123,10 +124,7 @@ old or None, the writing user or None); raises an ApiError to refuse."""
 
 def _copy(obj: Any) -> Any:
     """A deep copy of JSON data (much faster than copy.deepcopy)."""
-    try:
-        return orjson.loads(orjson.dumps(obj))
-    except (TypeError, orjson.JSONEncodeError):
-        return copy.deepcopy(obj)
+    return json_copy(obj)
 
 
 def _name(obj: Obj) -> str:

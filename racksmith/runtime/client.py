@@ -66,6 +66,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient
 
+from racksmith.jsoncopy import json_copy
 from racksmith.redact import register_secret
 from racksmith.runtime.clock import Clock
 from racksmith.runtime.errors import ApiError, Forbidden, NotFound, TooManyRequests, error_from
@@ -545,8 +546,7 @@ def as_client(api: ApiClient | Client) -> Client:
 
 
 def _copy(obj: Obj) -> Obj:
-    out: Obj = orjson.loads(orjson.dumps(obj))
-    return out
+    return json_copy(obj)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -10,13 +10,13 @@ errors, ``evanphx/json-patch``).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 import jsonpointer
 
 from racksmith.apiserver.patching.errors import PatchError, PatchTestFailed
+from racksmith.jsoncopy import json_copy
 
 _GO_TYPES = {list: "array", str: "string", bool: "bool", int: "number", float: "number"}
 
@@ -29,7 +29,7 @@ def go_unmarshal_error(value: Any, target: str = "map[string]interface {}") -> s
 
 def _merge(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result: dict[str, Any] = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
@@ -45,7 +45,7 @@ def json_merge_patch(target: dict[str, Any], patch: Any) -> dict[str, Any]:
         if patch is None:
             raise PatchError("the request body is not a JSON merge patch: null")
         raise PatchError(go_unmarshal_error(patch))
-    result = _merge(copy.deepcopy(target), patch)
+    result = _merge(json_copy(target), patch)
     assert isinstance(result, dict)
     return result
 
@@ -99,7 +99,7 @@ def json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     """Apply an RFC 6902 patch; malformed → :class:`PatchError` (400), failing
     op → :class:`PatchError` (422), failed ``test`` → :class:`PatchTestFailed`."""
     checked = _check_ops(ops)
-    doc: Any = copy.deepcopy(target)
+    doc: Any = json_copy(target)
     for op in checked:
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)

@@ -18,7 +18,6 @@ a wait, what the planner asked for.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +42,7 @@ from racksmith.controllers.volume.status import (
     status_events,
 )
 from racksmith.controllers.volume.timings import VolumeTimings
+from racksmith.jsoncopy import json_copy
 from racksmith.kinds.storage import Volume
 from racksmith.kinds.volumejobs import Job, JobOp, new_job
 from racksmith.runtime.client import Client
@@ -101,12 +101,12 @@ class Committer:
             case Wait():
                 pass
             case AddFinalizer():
-                body = copy.deepcopy(raw.volume)
+                body = json_copy(raw.volume)
                 body["metadata"]["finalizers"] = [
                     *_without(body["metadata"].get("finalizers"), FINALIZER), FINALIZER]
                 await self.client.update(VOLUMES, body)
             case RemoveFinalizer():
-                body = copy.deepcopy(raw.volume)
+                body = json_copy(raw.volume)
                 body["metadata"]["finalizers"] = _without(
                     body["metadata"].get("finalizers"), FINALIZER)
                 await self.client.update(VOLUMES, body)
@@ -118,7 +118,7 @@ class Committer:
                                         f"{op.value} job {job} on node {volume.spec.node_name}"))
             case CreatePV(manifest=manifest):
                 try:
-                    await self.client.create(PVS, copy.deepcopy(dict(manifest)))
+                    await self.client.create(PVS, json_copy(dict(manifest)))
                 except AlreadyExists:
                     # Made by an earlier life of this reconcile; the cache
                     # has not seen it yet: decide again once it has.
@@ -127,7 +127,7 @@ class Committer:
                 await self.client.delete(PVS, None, name)
             case RemovePVFinalizer():
                 if raw.pv is not None:
-                    body = copy.deepcopy(raw.pv)
+                    body = json_copy(raw.pv)
                     body["metadata"]["finalizers"] = _without(
                         body["metadata"].get("finalizers"), FINALIZER)
                     with contextlib.suppress(NotFound):
@@ -140,7 +140,7 @@ class Committer:
             new = apply_step(old, step, job=str(job) if job is not None else None,
                              now=self.now(), generation=volume.metadata.generation)
             if not same_status(old, new):
-                body = copy.deepcopy(raw.volume)
+                body = json_copy(raw.volume)
                 body["status"] = _dump(new)
                 await self.client.update_status(VOLUMES, body)
                 events = status_events(old, step, events) + events
