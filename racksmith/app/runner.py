@@ -49,7 +49,7 @@ from racksmith.app.services import (
 from racksmith.app.settings import Settings
 from racksmith.backup.archive import REPORT as RESTORE_REPORT
 from racksmith.backup.crypto import load_key
-from racksmith.backup.service import LocalSnapshotter
+from racksmith.backup.service import EtcdStoreSnapshots, LocalSnapshotter
 from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
 from racksmith.controllers.backup import ACCESS as BACKUP_ACCESS
 from racksmith.controllers.backup import BackupSchedule, Snapshotter, backup_controller
@@ -86,11 +86,13 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                       alertmanager_url: str | None, emulated: bool,
                       on_step: Step = lambda _msg: None,
                       client_for: Callable[[str], Any] | None = None,
-                      snapshotter: Snapshotter | None = None) -> list[Controller]:
+                      snapshotter: Snapshotter | None = None,
+                      backup_before_update: bool = True) -> list[Controller]:
     """Every controller ``racksmith up`` runs, built with ``settings`` (workers,
     timings): those of :func:`all_controllers` (the BareMetalHost controller
     when a ``provisioner`` is given), with a ``snapshotter`` the backup
-    controller (and a backup before every update plan starts) and, with
+    controller (and, unless ``backup_before_update`` is False, a backup
+    before every update plan starts) and, with
     emulated hosts and ``settings.reference_workloads``, the reference
     workload controller. ``client_for``: each controller's own client, by
     name (None: ``client``)."""
@@ -100,7 +102,8 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                                       default_image=default_image,
                                       agent_secret=AGENT_SECRET,
                                       alertmanager_url=alertmanager_url,
-                                      backup_before_update=snapshotter is not None),
+                                      backup_before_update=(snapshotter is not None
+                                                            and backup_before_update)),
                                   timings=settings.timings.controllers, client_for=client_for)
     if snapshotter is not None:
         controllers.append(backup_controller(
@@ -266,8 +269,10 @@ class Racksmith:
                 default_image=self._default_image(), alertmanager_url=self.alertmanager_url,
                 emulated=self.emulator is not None, on_step=self.on_step,
                 client_for=self.identities.client_for,
-                # backups read the SQLite store; etcd is backed up with etcdctl (docs/ha.md)
-                snapshotter=self._snapshotter() if self.uses_sqlite else None)
+                # backups read the SQLite store; etcd is backed up with etcdctl
+                # (docs/ha.md): there a ControlPlaneBackup fails saying so
+                snapshotter=self._snapshotter() if self.uses_sqlite else EtcdStoreSnapshots(),
+                backup_before_update=self.uses_sqlite)
             self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,

@@ -10,6 +10,10 @@ integrity check) before it is reported. A file already there under that name
 again; one that fails verification is set aside as ``...bad-<time>``. The
 folder defaults to ``DATA/backups`` (``--backup-dir``: better on another
 disk). Removal only ever deletes files of that folder named like backups.
+
+Also owns :class:`EtcdStoreSnapshots`, the snapshotter when the API server
+runs on etcd: ControlPlaneBackups copy the SQLite store only, so there each
+one fails at once with a message pointing at ``etcdctl snapshot save``.
 """
 
 from __future__ import annotations
@@ -64,3 +68,22 @@ class LocalSnapshotter:
                 not path.name.startswith(PREFIX):
             return  # not one of ours: left alone
         await asyncio.to_thread(path.unlink, True)
+
+
+ETCD_MESSAGE = ("this API server keeps its objects in etcd, which a ControlPlaneBackup "
+                "cannot copy: back the etcd cluster up with `etcdctl snapshot save` "
+                "(docs/ha.md)")
+
+
+class EtcdStoreSnapshots:
+    """The backup controller's snapshotter when the API server's store is
+    etcd: every backup asked for fails at once with :data:`ETCD_MESSAGE`,
+    so a ControlPlaneBackup created there says why (phase Failed, Event
+    BackupFailed) instead of staying Pending. It never writes a file, so
+    there is nothing to remove."""
+
+    async def take(self, name: str) -> Snapshot:
+        raise SnapshotFailed(ETCD_MESSAGE)
+
+    async def remove(self, file: str) -> None:
+        return None

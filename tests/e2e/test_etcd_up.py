@@ -2,7 +2,8 @@
 brings the demo cluster to Ready (docs/ha.md): a local 3-member etcd with
 TLS, two API server replicas on it (one in ``racksmith up``, one process of
 its own), the controllers with leader election. The kubeconfig names a
-context per replica and both serve the same objects; once ``racksmith up``
+context per replica and both serve the same objects; a ControlPlaneBackup
+fails saying to use ``etcdctl snapshot save``; once ``racksmith up``
 is stopped, no process of the data dir is left running."""
 
 from __future__ import annotations
@@ -35,6 +36,20 @@ def ready(rack: Rack, *context: str) -> dict[str, Any] | None:
     return None
 
 
+BACKUP = """\
+apiVersion: lcm.racksmith.io/v1alpha1
+kind: ControlPlaneBackup
+metadata:
+  name: before-upgrade
+spec: {}
+"""
+
+
+def failed(rack: Rack, name: str) -> dict[str, Any] | None:
+    backup: dict[str, Any] = rack.get("controlplanebackup", name)
+    return backup if (backup.get("status") or {}).get("phase") == "Failed" else None
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -65,6 +80,12 @@ def test_up_on_etcd_with_two_replicas_brings_the_cluster_up(tmp_path: Path) -> N
         wait_for(rack, "the demo machines Ready on etcd", lambda: ready(rack), timeout=600)
         # the other replica serves the same objects
         assert ready(rack, "--context", "racksmith-r1") is not None
+        # a ControlPlaneBackup cannot copy etcd: it fails saying how to back up
+        rack.kubectl("create", "-f", "-", input_text=BACKUP)
+        backup = wait_for(rack, "the ControlPlaneBackup on etcd Failed",
+                          lambda: failed(rack, "before-upgrade"), timeout=120)
+        assert "etcdctl snapshot save" in backup["status"]["message"]
+        assert "file" not in backup["status"]
         assert component_refusals(data) == []
     finally:
         server.kill(signal.SIGTERM, timeout=60)

@@ -17,9 +17,10 @@ from kubernetes_asyncio.client import ApiClient
 from racksmith.apiserver.server import ApiServer
 from racksmith.apiserver.store.sqlite import inspect_file
 from racksmith.backup.archive import create_backup, verify_backup
-from racksmith.backup.service import LocalSnapshotter
+from racksmith.backup.service import ETCD_MESSAGE, EtcdStoreSnapshots, LocalSnapshotter
 from racksmith.controllers.backup import BackupSchedule, backup_controller
 from racksmith.runtime.client import as_client
+from racksmith.runtime.events import EVENTS
 from racksmith.runtime.resources import BACKUPS, CONFIG_MAPS
 from tests.harness.controllers import managed
 from tests.harness.process import ServerProc
@@ -147,6 +148,42 @@ async def test_the_backup_controller_takes_prunes_and_deletes(
         assert _exists(Path(str(first_status["file"])))  # the newest scheduled one is kept
         await c.delete(BACKUPS, None, str(first["metadata"]["name"]))  # type: ignore[index]
         await eventually(lambda: _none_left(c), "every backup deleted")
+
+
+@ON_MODULE_LOOP
+async def test_on_etcd_a_backup_asked_for_fails_saying_how_to_back_up(
+        client: ApiClient) -> None:
+    """With the API server on etcd (``racksmith up --store etcd``) the
+    controller runs with ``EtcdStoreSnapshots``: a ControlPlaneBackup ends
+    Failed with the way to back etcd up, an Event says it, no file is named,
+    and deleting it is not held up."""
+    c = as_client(client)
+    controller = backup_controller(client, EtcdStoreSnapshots())
+    async with managed(client, [controller], identity="backup-etcd-test"):
+        await c.create(BACKUPS, {"apiVersion": "lcm.racksmith.io/v1alpha1",
+                                 "kind": "ControlPlaneBackup",
+                                 "metadata": {"name": "on-etcd"}, "spec": {}})
+
+        async def failed() -> dict[str, object] | None:
+            b = await c.get(BACKUPS, None, "on-etcd", live=True)
+            return b if b and (b.get("status") or {}).get("phase") == "Failed" else None
+
+        done = await eventually(failed, "the backup on etcd Failed")
+        status = done["status"]
+        assert isinstance(status, dict)
+        assert status["message"] == ETCD_MESSAGE and "etcdctl snapshot save" in ETCD_MESSAGE
+        assert "file" not in status and status["completedAt"]
+
+        async def told() -> list[dict[str, object]] | None:
+            found = [e for e in await c.list(EVENTS, "default", live=True)
+                     if (e.get("involvedObject") or {}).get("name") == "on-etcd"
+                     and e.get("reason") == "BackupFailed"]
+            return found or None
+
+        [event] = await eventually(told, "the BackupFailed Event")
+        assert event["type"] == "Warning" and event["message"] == ETCD_MESSAGE
+        await c.delete(BACKUPS, None, "on-etcd")
+        await eventually(lambda: _none_left(c), "the backup on etcd deleted")
 
 
 def _exists(path: Path) -> bool:
