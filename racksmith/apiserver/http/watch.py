@@ -260,12 +260,18 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     pump_task = asyncio.create_task(pump())
     tick_task = asyncio.create_task(ticker())
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
+    carried: Any = None
+    """An item taken from the queue while coalescing but not sent with the
+    chunk: it is the next one handled (nothing is put back in the queue)."""
     try:
         while True:
             now = loop.time()
             if now >= deadline or _client_gone(request) or sink.gone:
                 break
-            item = await queue.get()
+            if carried is not None:
+                item, carried = carried, None
+            else:
+                item = await queue.get()
             if item is _TICK:
                 if params.bookmarks and loop.time() >= next_bookmark:
                     next_bookmark = loop.time() + BOOKMARK_INTERVAL
@@ -290,13 +296,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                 break
             ident = (item.key.namespace, item.key.name)
             if selective and not known_all and ident not in known:
-                was_known, before = await service.store.state_before(item.key, item.rv)
-                if (before if was_known else None) is not None and matches(before or {}):
-                    matched.add(ident)
-                elif not was_known and item.type is not EventType.ADDED:
-                    # the log no longer tells: assume it matched before if it does now
-                    if matches(item.obj):
-                        matched.add(ident)
+                await _learn(service, item, ident, matches, matched)
                 known.add(ident)
             out = _filter(item, matches, matched) if selective else item.type.value
             last_rv = item.rv
@@ -310,16 +310,17 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                     break
                 nident = (nxt.key.namespace, nxt.key.name)
                 if selective and not known_all and nident not in known:
-                    pending = nxt
-                    break
+                    if nxt.type is not EventType.ADDED:
+                        pending = nxt  # its state before needs a store read
+                        break
+                    known.add(nident)  # created by this event: it matched nothing before
                 nout = _filter(nxt, matches, matched) if selective else nxt.type.value
                 last_rv = nxt.rv
                 if nout is not None:
                     chunk.append(render_event(nout, nxt))
             if chunk and not await send(b"".join(chunk)):
                 break
-            if pending is not None:
-                await _push_front(queue, pending)
+            carried = pending
     finally:
         pump_task.cancel()
         tick_task.cancel()
@@ -330,14 +331,21 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     return sink.response
 
 
-async def _push_front(queue: asyncio.Queue[Any], item: Any) -> None:
-    """Put ``item`` back at the head of ``queue`` (only the writer reads it)."""
-    rest = []
-    while not queue.empty():
-        rest.append(queue.get_nowait())
-    await queue.put(item)
-    for other in rest:
-        await queue.put(other)
+async def _learn(service: ResourceService, event: WatchEvent, ident: tuple[str, str],
+                 matches: Callable[[Obj], bool], matched: set[tuple[str, str]]) -> None:
+    """Whether the object of ``event`` matched the selectors just before it
+    (adds ``ident`` to ``matched`` if so). An object created by the event
+    matched nothing before (no store read); otherwise the store tells its
+    state before the event, and where its log no longer does, the object is
+    taken to have matched before if it matches now."""
+    if event.type is EventType.ADDED:
+        return
+    was_known, before = await service.store.state_before(event.key, event.rv)
+    if was_known:
+        if before is not None and matches(before):
+            matched.add(ident)
+    elif matches(event.obj):
+        matched.add(ident)
 
 
 def _bookmark(info: ResourceInfo, rv: int, initial_end: bool = False) -> Obj:
