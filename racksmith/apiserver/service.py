@@ -122,10 +122,6 @@ AdmissionCheck = Callable[[ResourceInfo, str, Obj, Obj | None, Any], None]
 old or None, the writing user or None); raises an ApiError to refuse."""
 
 
-def _copy(obj: Any) -> Any:
-    """A deep copy of JSON data (much faster than copy.deepcopy)."""
-    return json_copy(obj)
-
 
 def _name(obj: Obj) -> str:
     return str(obj.get("metadata", {}).get("name") or "")
@@ -414,7 +410,7 @@ class ResourceService:
 
     async def create(self, info: ResourceInfo, namespace: str, body: Any,
                      opts: WriteOptions) -> WriteResult:
-        obj = self.check_identity(info, _copy(body), namespace, None)
+        obj = self.check_identity(info, json_copy(body), namespace, None)
         if obj["metadata"].get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be "
                                      "created")
@@ -447,14 +443,14 @@ class ResourceService:
             stored = await self.store.create(key, to_storage(info, obj))
         except AlreadyExistsError:
             raise errors.already_exists(info.plural, key.name, group=info.group) from None
-        await self._run_hooks(info, key, None, _copy(stored))
+        await self._run_hooks(info, key, None, json_copy(stored))
         return WriteResult(self.present(info, stored), created=True, warnings=warnings)
 
     # ---- update ---------------------------------------------------------------
 
     async def update(self, info: ResourceInfo, namespace: str, name: str, body: Any,
                      opts: WriteOptions, *, subresource: str = "") -> WriteResult:
-        obj = self.check_identity(info, _copy(body), namespace, name)
+        obj = self.check_identity(info, json_copy(body), namespace, name)
         key = self.key(info, namespace, name)
         old = await self._get_raw(info, key)
         if old is None:
@@ -512,7 +508,7 @@ class ResourceService:
                                   group=info.group) from None
         except NotFoundError:
             raise errors.not_found(info.plural, key.name, group=info.group) from None
-        await self._run_hooks(info, key, old, _copy(stored))
+        await self._run_hooks(info, key, old, json_copy(stored))
         return WriteResult(self.present(info, stored), warnings=warnings)
 
     @staticmethod
@@ -585,7 +581,7 @@ class ResourceService:
 
     def _patched(self, info: ResourceInfo, old: Obj, content_type: str, patch: Any,
                  opts: WriteOptions, subresource: str) -> Obj:
-        target = _copy(old)
+        target = json_copy(old)
         try:
             if content_type == PATCH_MERGE:
                 return patching.json_merge_patch(target, patch)

@@ -263,7 +263,7 @@ class Client:
             if self.access is not None:
                 await self.access.require(resource, namespace)
             found = informer.get(ObjectKey(namespace or "", name))
-            return _copy(found) if found is not None else None
+            return json_copy(found) if found is not None else None
         try:
             return await self._call("GET", _object_path(resource, namespace, name))
         except NotFound:
@@ -288,7 +288,7 @@ class Client:
                     found = [o for o in found if _field(o, path) == value]
             else:
                 found = informer.list(namespace)
-            return [_copy(o) if copy else o for o in found if _labels_match(o, selector)]
+            return [json_copy(o) if copy else o for o in found if _labels_match(o, selector)]
         return await self._list_live(resource, namespace, labels, fields)
 
     async def by_index(self, resource: Resource, index: str, value: str,
@@ -300,7 +300,7 @@ class Client:
         if informer is not None and informer.has_index(index):
             if self.access is not None:
                 await self.access.require(resource, namespace)
-            return [_copy(o) for o in informer.by_index(index, value, namespace)]
+            return [json_copy(o) for o in informer.by_index(index, value, namespace)]
         func = self._index_func(resource, namespace, index)
         return [o for o in await self._list_live(resource, namespace, None, None)
                 if value in _index_values(func, o)]
@@ -544,9 +544,6 @@ def as_client(api: ApiClient | Client) -> Client:
         _CLIENTS[api] = client
     return client
 
-
-def _copy(obj: Obj) -> Obj:
-    return json_copy(obj)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

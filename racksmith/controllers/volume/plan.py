@@ -178,17 +178,22 @@ def decide(o: Observed) -> Step:
                 "name and size"))
         size = size_quantity(result.size_bytes)
         return Step(CreatePV(pv_manifest(v, o.storage_class, result.device_name, size)),
-                    available(f"PersistentVolume {name} created"), clear_job=True,
+                    available(_created(name)), clear_job=True,
                     device_name=result.device_name, size=size, events=(EventSpec(
                         "Normal", "PersistentVolumeCreated",
                         f"PersistentVolume {name} ({size}) on node {node}"),))
     if job is None and status is not None and status.device_name and status.size:
         size = str(status.size)
         return Step(CreatePV(pv_manifest(v, o.storage_class, status.device_name, size)),
-                    available(f"PersistentVolume {name} created again"), events=(EventSpec(
+                    available(_created(name, again=True)), events=(EventSpec(
                         "Normal", "PersistentVolumeCreated",
                         f"PersistentVolume {name} ({size}) on node {node}, created again"),))
     return Step(StartJob(JobOp.PREPARE), pending(f"prepare job started on node {node}"))
+
+
+def _created(pv_name: str, *, again: bool = False) -> str:
+    """The Ready message of a Volume whose PV the controller just created."""
+    return f"PersistentVolume {pv_name} created{' again' if again else ''}"
 
 
 def _ready_message(volume: Volume) -> str | None:
@@ -215,7 +220,7 @@ def _mirror(pv: PVView, job: Job | None, result: JobResult | None, resync: float
             and result.size_bytes else None)
     clear = job is not None
     if (not clear and pv.phase in _NEW_PV_PHASES and not pv.deleting and ready_message
-            and ready_message.startswith(f"PersistentVolume {pv.name} created")):
+            and ready_message in (_created(pv.name), _created(pv.name, again=True))):
         return Step(Wait(resync))
     if pv.deleting:
         if pv.is_bound or not pv.has_finalizer:
