@@ -71,6 +71,9 @@ class ApiServerConfig:
     insecure_http: bool = False
     """Plain http and anonymous access: only for tests that ask for it."""
     event_log_size: int = 100_000
+    watch_queue_size: int = 10_000
+    """Live events buffered for one watch that is not keeping up; one more
+    and the watch ends with a 410 Expired (the client re-lists)."""
     max_watches: int = 4096
     """Concurrent watch streams served at most; one more is a 429 with
     Retry-After (each costs a queue and a task)."""
@@ -101,13 +104,15 @@ class ApiServer:
         self.shared_dir = Path(self.config.shared_dir or self.data_dir)
         self.store: Store
         if self.config.etcd is not None:
-            etcd_store = EtcdStore(self.config.etcd, event_log_size=self.config.event_log_size)
+            etcd_store = EtcdStore(self.config.etcd, event_log_size=self.config.event_log_size,
+                                   watch_queue_size=self.config.watch_queue_size)
             etcd_store.on_foreign = self._foreign_write
             etcd_store.on_reset = self._reload_caches
             self.store = etcd_store
         else:
             self.store = SqliteStore(self.data_dir / "store.db",
-                                     event_log_size=self.config.event_log_size)
+                                     event_log_size=self.config.event_log_size,
+                                     watch_queue_size=self.config.watch_queue_size)
         self.service = ResourceService(self.store)
         self.lifecycle = Lifecycle(self.service, self.registry)
         self.authorizer = Authorizer()

@@ -33,6 +33,10 @@ Obj = dict[str, Any]
 
 BOOKMARK_INTERVAL = 15.0
 POLL_INTERVAL = 1.0
+CHUNK = 256
+"""Events joined into one write, at most (more when one burst is longer)."""
+QUEUED_BURSTS = 4
+"""Bursts taken from the store and not yet sent, at most, per watch."""
 DEFAULT_TIMEOUT = (1800, 3600)
 
 
@@ -203,7 +207,7 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
 
     def render_event(event_type: str, event: WatchEvent) -> bytes:
         key = (*identity, event_type, event.rv, event.key.namespace, event.key.name)
-        return cache.line(key, lambda: render(event_type, event.obj))
+        return cache.line(key, lambda: render(event_type, event.decoded()))
 
     selective = label is not None or fieldsel is not None
     matched: set[tuple[str, str]] = set()
@@ -234,7 +238,11 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     timeout = params.timeout_seconds or random.randint(*DEFAULT_TIMEOUT)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    # Bounded: while the client is not reading, the pump stops taking bursts
+    # from the store's subscription, whose own bound (the store's
+    # watch_queue_size) then ends the watch with Expired — a watcher that
+    # does not keep up costs bounded memory, never the whole event stream.
+    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUED_BURSTS)
     scope = service.scope(info, namespace)
 
     probes: list[Callable[[], int]] = []
@@ -246,8 +254,9 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
 
     async def pump() -> None:
         try:
-            async for event in service.store.watch(scope, since, on_live=probes.append):
-                await queue.put(event)
+            async for batch in service.store.watch_batches(scope, since,
+                                                           on_live=probes.append):
+                await queue.put(batch)
             await queue.put(None)
         except (Expired, Exception) as exc:
             await queue.put(exc)
@@ -255,14 +264,15 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
     async def ticker() -> None:
         while True:
             await asyncio.sleep(max(0.0, min(POLL_INTERVAL, deadline - loop.time())))
-            queue.put_nowait(_TICK)
+            if not queue.full():  # full: the client is not reading; the loop is awake anyway
+                queue.put_nowait(_TICK)
 
     pump_task = asyncio.create_task(pump())
     tick_task = asyncio.create_task(ticker())
     next_bookmark = loop.time() + BOOKMARK_INTERVAL
     carried: Any = None
-    """An item taken from the queue while coalescing but not sent with the
-    chunk: it is the next one handled (nothing is put back in the queue)."""
+    """A tick or an end taken from the queue while coalescing: it is the next
+    item handled (nothing is put back in the queue)."""
     try:
         while True:
             now = loop.time()
@@ -294,30 +304,28 @@ async def serve_watch(request: web.Request, service: ResourceService, info: Reso
                 status = errors.internal("watch stream ended unexpectedly").to_status()
                 await send(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
                 break
-            ident = (item.key.namespace, item.key.name)
-            if selective and not known_all and ident not in known:
-                await _learn(service, item, ident, matches, matched)
-                known.add(ident)
-            out = _filter(item, matches, matched) if selective else item.type.value
-            last_rv = item.rv
-            chunk = [render_event(out, item)] if out is not None else []
-            # Coalesce what is already queued into one write (one TLS record).
-            pending: WatchEvent | BaseException | None = None
-            while len(chunk) < 256 and not queue.empty():
+            # ``item`` is a burst of events (a list); what else is already
+            # queued joins it: one write (one TLS record) per CHUNK events.
+            chunk: list[bytes] = []
+            pending: Any = None
+            batch: list[WatchEvent] = item
+            while True:
+                for event in batch:
+                    ident = (event.key.namespace, event.key.name)
+                    if selective and not known_all and ident not in known:
+                        await _learn(service, event, ident, matches, matched)
+                        known.add(ident)
+                    out = _filter(event, matches, matched) if selective else event.type.value
+                    last_rv = event.rv
+                    if out is not None:
+                        chunk.append(render_event(out, event))
+                if len(chunk) >= CHUNK or queue.empty():
+                    break
                 nxt = queue.get_nowait()
-                if not isinstance(nxt, WatchEvent):
+                if not isinstance(nxt, list):
                     pending = nxt
                     break
-                nident = (nxt.key.namespace, nxt.key.name)
-                if selective and not known_all and nident not in known:
-                    if nxt.type is not EventType.ADDED:
-                        pending = nxt  # its state before needs a store read
-                        break
-                    known.add(nident)  # created by this event: it matched nothing before
-                nout = _filter(nxt, matches, matched) if selective else nxt.type.value
-                last_rv = nxt.rv
-                if nout is not None:
-                    chunk.append(render_event(nout, nxt))
+                batch = nxt
             if chunk and not await send(b"".join(chunk)):
                 break
             carried = pending

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from racksmith.jsoncopy import json_copy
+
 Obj = dict[str, Any]
 
 
@@ -61,7 +63,9 @@ class EventType(StrEnum):
 class WatchEvent:
     """One event of a watch. The object is decoded from the stored bytes
     (``data``) on first use only: a watcher that finds the event already
-    rendered by another (the HTTP layer's render cache) never decodes it."""
+    rendered by another (the HTTP layer's render cache) never decodes it.
+    A live event is one object shared by every watcher it reaches, so
+    ``obj`` is read-only; :meth:`decoded` gives a copy to change."""
 
     __slots__ = ("_obj", "data", "key", "rv", "type")
 
@@ -82,8 +86,20 @@ class WatchEvent:
             self._obj = orjson.loads(self.data)
         return self._obj
 
+    def decoded(self) -> Obj:
+        """A decoded copy of the object that is the caller's to change
+        (``obj`` may be shared by every watcher of the event)."""
+        if self.data is not None:
+            result: Obj = orjson.loads(self.data)
+            return result
+        return json_copy(self.obj)
+
     def __repr__(self) -> str:
         return f"WatchEvent({self.type.value}, {self.key}, rv={self.rv})"
+
+
+WatchBatch = list[WatchEvent]
+"""A burst of watch events in rv order (see :meth:`Store.watch_batches`)."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +198,14 @@ class Store(Protocol):
         has been yielded — what a bookmark may name once those are sent (a
         quiet watch follows the store's rv)."""
 
+    def watch_batches(self, scope: Scope, since_rv: int, *,
+                      on_live: Callable[[Callable[[], int]], None] | None = None
+                      ) -> AsyncIterator[WatchBatch]:
+        """:meth:`watch` in bursts: the same events in the same order, as
+        non-empty lists (a page of the replay, or every live event buffered
+        since the last step). A watch stream handles a burst in one step:
+        one wake-up and one write per burst rather than per event."""
+
     def oldest_rv(self) -> int:
         """The oldest resourceVersion a watch may resume from."""
 
@@ -189,3 +213,16 @@ class Store(Protocol):
         """``(known, obj)``: the object's state just before ``rv`` according to
         the event log (``None`` = absent). ``known`` is False when the log no
         longer reaches back far enough to tell."""
+
+
+async def flatten(batches: AsyncIterator[WatchBatch]) -> AsyncIterator[WatchEvent]:
+    """The events of ``batches`` one by one; closing this closes ``batches``
+    at once (its subscription is not left to the garbage collector)."""
+    try:
+        async for batch in batches:
+            for event in batch:
+                yield event
+    finally:
+        aclose = getattr(batches, "aclose", None)
+        if aclose is not None:
+            await aclose()

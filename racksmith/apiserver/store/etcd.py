@@ -57,7 +57,7 @@ import contextlib
 import ipaddress
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -81,7 +81,9 @@ from racksmith.apiserver.store.base import (
     Store,
     StoreUnavailableError,
     TooLargeError,
+    WatchBatch,
     WatchEvent,
+    flatten,
 )
 from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
 
@@ -671,45 +673,61 @@ class EtcdStore:
     def watch(self, scope: Scope, since_rv: int, *,
               on_live: Callable[[Callable[[], int]], None] | None = None
               ) -> AsyncIterator[WatchEvent]:
-        return self._watch(scope, since_rv, on_live)
+        return flatten(self._watch(scope, since_rv, on_live, batched=False))
+
+    def watch_batches(self, scope: Scope, since_rv: int, *,
+                      on_live: Callable[[Callable[[], int]], None] | None = None
+                      ) -> AsyncIterator[WatchBatch]:
+        return self._watch(scope, since_rv, on_live, batched=True)
 
     async def _watch(self, scope: Scope, since_rv: int,
-                     on_live: Callable[[Callable[[], int]], None] | None
-                     ) -> AsyncIterator[WatchEvent]:
+                     on_live: Callable[[Callable[[], int]], None] | None, *,
+                     batched: bool) -> AsyncIterator[WatchBatch]:
+        """Live events are taken from the subscription a burst at a time when
+        ``batched``, else one at a time (so that the probe given to
+        ``on_live`` counts exactly the events yielded one by one)."""
         if self._state != "open":
             return
         ring = self._rings.get(scope.resource)
         floor = ring.evicted_rv if ring is not None else self._start_rv
         if since_rv < floor:
-            async for ev in self._direct_watch(scope, since_rv):
-                yield ev
+            direct = self._direct_watch(scope, since_rv)
+            try:
+                async for events in direct:
+                    yield events
+            finally:
+                await direct.aclose()
             return
         sub = self._hub.subscribe(scope)
         try:
             last = since_rv
             if ring is not None:
-                replay = [c.raw for c in ring.events
+                replay = [WatchEvent(c.raw.type, c.raw.key, c.raw.rv, data=c.raw.data)
+                          for c in ring.events
                           if c.raw.rv > since_rv and scope.contains(c.raw.key)]
-                for raw in replay:
-                    last = raw.rv
-                    yield WatchEvent(raw.type, raw.key, raw.rv, data=raw.data)
+                if replay:
+                    last = replay[-1].rv
+                    yield replay
             if on_live is not None:
                 # self._rv moves right after a response's events are published
                 on_live(lambda: sub.caught_up(self._rv))
             while True:
-                live = await sub.get()
-                if live is None:
+                evs = await (sub.get_batch() if batched else sub.get_one())
+                if evs is None:
                     return
-                if live.rv <= last:
-                    continue
-                last = live.rv
-                yield WatchEvent(live.type, live.key, live.rv, data=live.data)
+                batch = evs if evs[0].rv > last else [ev for ev in evs if ev.rv > last]
+                if batch:
+                    last = batch[-1].rv
+                    yield batch
         finally:
             sub.cancel()
 
-    async def _direct_watch(self, scope: Scope, since_rv: int) -> AsyncIterator[WatchEvent]:
-        """A watch older than the cache: its own etcd watch from ``since_rv``."""
+    async def _direct_watch(self, scope: Scope, since_rv: int
+                            ) -> AsyncGenerator[WatchBatch, None]:
+        """A watch older than the cache: its own etcd watch from ``since_rv``
+        (one list per etcd watch response)."""
         async for resp in self._etcd_watch(self._scope_prefix(scope), since_rv + 1):
+            batch: WatchBatch = []
             for ev in resp.events:
                 key = self._decode_key(ev.kv.key)
                 if key is None:
@@ -719,12 +737,14 @@ class EtcdStore:
                     if not ev.HasField("prev_kv"):
                         continue
                     _, data = _stamp_bytes(ev.prev_kv.value, rv)
-                    yield WatchEvent(EventType.DELETED, key, rv, data=data)
+                    batch.append(WatchEvent(EventType.DELETED, key, rv, data=data))
                 else:
                     _, data = _stamp_bytes(ev.kv.value, rv)
                     etype = EventType.ADDED if ev.kv.create_revision == rv \
                         else EventType.MODIFIED
-                    yield WatchEvent(etype, key, rv, data=data)
+                    batch.append(WatchEvent(etype, key, rv, data=data))
+            if batch:
+                yield batch
 
 
 def _conforms(store: EtcdStore) -> Store:

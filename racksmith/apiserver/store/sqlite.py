@@ -82,7 +82,9 @@ from racksmith.apiserver.store.base import (
     Scope,
     Store,
     StoreUnavailableError,
+    WatchBatch,
     WatchEvent,
+    flatten,
 )
 from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
 
@@ -524,11 +526,19 @@ class SqliteStore:
     def watch(self, scope: Scope, since_rv: int, *,
               on_live: Callable[[Callable[[], int]], None] | None = None
               ) -> AsyncIterator[WatchEvent]:
-        return self._watch(scope, since_rv, on_live)
+        return flatten(self._watch(scope, since_rv, on_live, batched=False))
+
+    def watch_batches(self, scope: Scope, since_rv: int, *,
+                      on_live: Callable[[Callable[[], int]], None] | None = None
+                      ) -> AsyncIterator[WatchBatch]:
+        return self._watch(scope, since_rv, on_live, batched=True)
 
     async def _watch(self, scope: Scope, since_rv: int,
-                     on_live: Callable[[Callable[[], int]], None] | None
-                     ) -> AsyncIterator[WatchEvent]:
+                     on_live: Callable[[Callable[[], int]], None] | None, *,
+                     batched: bool) -> AsyncIterator[WatchBatch]:
+        """Live events are taken from the subscription a burst at a time when
+        ``batched``, else one at a time (so that the probe given to
+        ``on_live`` counts exactly the events yielded one by one)."""
         if self._state != "open":
             return
         sub = self._hub.subscribe(scope)
@@ -546,9 +556,10 @@ class SqliteStore:
                     if self._state != "open":
                         return
                     raise
-                for erv, etype, ns, name, data in rows:
-                    yield WatchEvent(EventType(etype), Key(scope.resource, ns, name), erv,
-                                     data=data)
+                if rows:
+                    yield [WatchEvent(EventType(etype), Key(scope.resource, ns, name), erv,
+                                      data=data)
+                           for erv, etype, ns, name, data in rows]
                 if len(rows) < _REPLAY_PAGE:
                     break
                 last = rows[-1][0]
@@ -557,13 +568,13 @@ class SqliteStore:
                 # self._rv is set as a batch is published, in the same step
                 on_live(lambda: sub.caught_up(self._rv))
             while True:
-                ev = await sub.get()
-                if ev is None:
+                evs = await (sub.get_batch() if batched else sub.get_one())
+                if evs is None:
                     return
-                if ev.rv <= last:
-                    continue
-                last = ev.rv
-                yield WatchEvent(ev.type, ev.key, ev.rv, data=ev.data)
+                batch = evs if evs[0].rv > last else [ev for ev in evs if ev.rv > last]
+                if batch:
+                    last = batch[-1].rv
+                    yield batch
         finally:
             sub.cancel()
 

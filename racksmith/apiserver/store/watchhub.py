@@ -11,9 +11,12 @@ subscription, and the next :meth:`Subscription.get` raises
 :class:`~racksmith.apiserver.store.base.Expired`. The HTTP layer then ends the
 watch so that the client re-lists (exactly what it does after a 410 Gone).
 
-Events carry the object as serialised JSON bytes; each watcher decodes its own
-copy, so watchers never share mutable dicts and nobody pays for decoding events
-no one consumes.
+Events carry the object as serialised JSON bytes. Each published event
+becomes one :class:`~racksmith.apiserver.store.base.WatchEvent` shared by
+every subscription (not one per watcher): it decodes on first use, at most
+once, and its ``obj`` is read-only to watchers (whoever needs to change the
+object takes :meth:`~racksmith.apiserver.store.base.WatchEvent.decoded`).
+Nobody pays for decoding events no one consumes.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from racksmith.apiserver.store.base import EventType, Expired, Key, Scope
+from racksmith.apiserver.store.base import EventType, Expired, Key, Scope, WatchEvent
 
 __all__ = ["RawEvent", "Subscription", "WatchHub"]
 
@@ -46,12 +49,12 @@ class Subscription:
         self.scope = scope
         self._hub = hub
         self._maxsize = maxsize
-        self._buf: deque[RawEvent] = deque()
+        self._buf: deque[WatchEvent] = deque()
         self._wake = asyncio.Event()
         self._overflowed = False
         self._closed = False
 
-    def _push(self, ev: RawEvent) -> bool:
+    def _push(self, ev: WatchEvent) -> bool:
         """Buffer ``ev``; False when this pushes the subscription over its bound."""
         if len(self._buf) >= self._maxsize:
             self._overflowed = True
@@ -76,7 +79,7 @@ class Subscription:
         by :meth:`get` (just below the first one still buffered)."""
         return self._buf[0].rv - 1 if self._buf else published
 
-    async def get(self) -> RawEvent | None:
+    async def get(self) -> WatchEvent | None:
         """The next live event; None once the hub is closed and the buffer is
         drained. Raises Expired if the buffer overflowed."""
         while True:
@@ -88,6 +91,27 @@ class Subscription:
                 return None
             self._wake.clear()
             await self._wake.wait()
+
+    async def get_batch(self) -> list[WatchEvent] | None:
+        """Every buffered live event at once (at least one); None once the hub
+        is closed and the buffer is drained. Raises Expired if the buffer
+        overflowed. One wake-up per burst, not one per event."""
+        while True:
+            if self._overflowed:
+                raise Expired("watch fell too far behind; re-list and watch again")
+            if self._buf:
+                out = list(self._buf)
+                self._buf.clear()
+                return out
+            if self._closed:
+                return None
+            self._wake.clear()
+            await self._wake.wait()
+
+    async def get_one(self) -> list[WatchEvent] | None:
+        """:meth:`get` as a burst of one (None at the end)."""
+        event = await self.get()
+        return None if event is None else [event]
 
     def cancel(self) -> None:
         """Stop receiving events (idempotent)."""
@@ -130,11 +154,12 @@ class WatchHub:
         if not by_resource:
             return
         dropped: list[Subscription] = []
-        for ev in events:
-            subs = by_resource.get(ev.key.resource)
+        for raw in events:
+            subs = by_resource.get(raw.key.resource)
             if not subs:
                 continue
-            ns = ev.key.namespace
+            ev = WatchEvent(raw.type, raw.key, raw.rv, data=raw.data)
+            ns = raw.key.namespace
             for sub in subs:
                 want = sub.scope.namespace
                 if (want is None or want == ns) and not sub._overflowed \
