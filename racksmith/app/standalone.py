@@ -10,8 +10,12 @@ manifests`` must exist), the BareMetalHost controller when an Ironic URL is
 given (http_basic credentials and a CA bundle as Metal3's Ironic uses), the
 manager with leader election across replicas (Lease
 ``racksmith-system/racksmith-controllers``), and ``/metrics``, ``/healthz``
-and ``/readyz`` on their own address. The backup controller does not run
-here: on a real cluster the API's data is etcd's, backed up by the cluster.
+and ``/readyz`` on their own address. The backup controller runs with
+:class:`~racksmith.backup.service.EtcdStoreSnapshots`: on a real cluster the
+API's objects are in the cluster's etcd, which a ControlPlaneBackup cannot
+copy, so one created there ends Failed at once with the way to back etcd up
+(``etcdctl snapshot save``) and a BackupFailed Event rather than staying
+unprocessed; no backup is taken before an update either.
 SIGTERM/SIGINT stop it gracefully (the Lease is released for the standby).
 """
 
@@ -33,6 +37,7 @@ from racksmith.app.identities import LEASE_NAME, Identities
 from racksmith.app.runner import ACCESS, build_controllers
 from racksmith.app.services import ironic_settings
 from racksmith.app.settings import Settings, Timings
+from racksmith.backup.service import EtcdStoreSnapshots
 from racksmith.controllers import DEFAULT_WORKERS
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.metal import ChecksumType, Image
@@ -105,7 +110,8 @@ class Controllers:
         controllers = build_controllers(
             settings, self._client, provisioner=provisioner, registry=registry,
             default_image=s.default_image, alertmanager_url=None, emulated=False,
-            client_for=client_for)
+            client_for=client_for, snapshotter=EtcdStoreSnapshots(),
+            backup_before_update=False)
         self.manager = Manager(self._client, controllers, leader_election=s.leader_election,
                                lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
                                registry=registry)

@@ -3,7 +3,8 @@
 the process as ``controller-manager`` (a token from ``kubectl create
 token``), each controller as its own ServiceAccount through TokenRequest,
 leader election in ``racksmith-system``, ``/readyz`` on its own port — and
-stopped by SIGTERM (its PID)."""
+stopped by SIGTERM (its PID). A ControlPlaneBackup is answered there too:
+Failed, with the way to back the cluster's etcd up."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ SUBNET = """apiVersion: ipam.racksmith.io/v1alpha1
 kind: Subnet
 metadata: {name: standalone-net, namespace: default}
 spec: {cidr: 10.77.0.0/24, includeRanges: ["10.77.0.10-10.77.0.19"]}
+"""
+BACKUP = """apiVersion: lcm.racksmith.io/v1alpha1
+kind: ControlPlaneBackup
+metadata: {name: standalone-backup}
 """
 
 
@@ -89,6 +94,23 @@ def test_the_controllers_run_as_their_own_process_with_their_own_identities(
              "system:serviceaccount:racksmith-system:subnet-controller", "--data-dir",
              str(server_process.data_dir)], capture_output=True, text=True, timeout=60)
         assert "subnets/status" in audit.stdout, audit.stdout
+        # a ControlPlaneBackup is answered, as the backup controller: the
+        # API's objects are etcd's on a real cluster, so it fails saying how
+        kubectl(server_process, "create", "-f", "-", input_text=BACKUP)
+        backup: dict[str, object] = {}
+        while backup.get("phase") != "Failed":
+            assert time.monotonic() < deadline + 120, log_path.read_text()[-3000:]
+            time.sleep(0.3)
+            backup = json.loads(kubectl(server_process, "get", "controlplanebackup",
+                                        "standalone-backup", "-o", "json")).get("status") or {}
+        assert "etcdctl snapshot save" in str(backup.get("message")), backup
+        audit = subprocess.run(
+            [sys.executable, "-m", "racksmith.cli.main", "audit", "--user",
+             "system:serviceaccount:racksmith-system:backup-controller", "--data-dir",
+             str(server_process.data_dir)], capture_output=True, text=True, timeout=60)
+        assert "controlplanebackups/status" in audit.stdout, audit.stdout
+        # its finalizer goes with the controller's help (nothing to remove)
+        kubectl(server_process, "delete", "controlplanebackup", "standalone-backup")
         refused = component_refusals(server_process.data_dir)
         assert refused == [], refused
         lease = json.loads(kubectl(server_process, "get", "lease", "racksmith-controllers",
