@@ -237,6 +237,9 @@ def test_bad_input_gets_clear_errors_and_leaves_no_ironic_node(rack: Rack) -> No
     hosts = rack.wait_hosts([HOSTS[4]], lambda h: h.get("status", {}).get("errorType")
                             == "provisioning error", timeout=420, what="in provisioning error")
     assert hosts[HOSTS[4]]["status"]["errorMessage"]
+    # Left alone it would retry (deprovision, deploy again) until its image
+    # changes; the tests after this one expect it out of the way.
+    rack.kubectl("delete", "baremetalhost", HOSTS[4], "--timeout=420s", timeout=450)
 
 
 CRASH_HOSTS = 3

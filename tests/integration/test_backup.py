@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from racksmith.apiserver.store.sqlite import inspect_file
 from racksmith.backup.archive import create_backup, verify_backup
 from racksmith.backup.service import ETCD_MESSAGE, EtcdStoreSnapshots, LocalSnapshotter
 from racksmith.controllers.backup import BackupSchedule, backup_controller
-from racksmith.runtime.client import as_client
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.events import EVENTS
 from racksmith.runtime.resources import BACKUPS, CONFIG_MAPS
 from tests.harness.controllers import managed
@@ -124,11 +125,8 @@ async def test_the_backup_controller_takes_prunes_and_deletes(
                                  "kind": "ControlPlaneBackup",
                                  "metadata": {"name": "by-hand"}, "spec": {}})
 
-        async def by_hand() -> dict[str, object] | None:
-            b = await c.get(BACKUPS, None, "by-hand", live=True)
-            return b if b and (b.get("status") or {}).get("phase") == "Completed" else None
-
-        done = await eventually(by_hand, "the backup asked for by hand")
+        done = await eventually(_in_phase(c, "by-hand", "Completed"),
+                                "the backup asked for by hand")
         status = done["status"]
         assert isinstance(status, dict)
         path = Path(str(status["file"]))
@@ -164,11 +162,7 @@ async def test_on_etcd_a_backup_asked_for_fails_saying_how_to_back_up(
                                  "kind": "ControlPlaneBackup",
                                  "metadata": {"name": "on-etcd"}, "spec": {}})
 
-        async def failed() -> dict[str, object] | None:
-            b = await c.get(BACKUPS, None, "on-etcd", live=True)
-            return b if b and (b.get("status") or {}).get("phase") == "Failed" else None
-
-        done = await eventually(failed, "the backup on etcd Failed")
+        done = await eventually(_in_phase(c, "on-etcd", "Failed"), "the backup on etcd Failed")
         status = done["status"]
         assert isinstance(status, dict)
         assert status["message"] == ETCD_MESSAGE and "etcdctl snapshot save" in ETCD_MESSAGE
@@ -186,6 +180,15 @@ async def test_on_etcd_a_backup_asked_for_fails_saying_how_to_back_up(
         await eventually(lambda: _none_left(c), "the backup on etcd deleted")
 
 
+def _in_phase(c: Client, name: str, phase: str
+              ) -> Callable[[], Awaitable[dict[str, object] | None]]:
+    """A check for ``eventually``: the ControlPlaneBackup ``name`` once in ``phase``."""
+    async def check() -> dict[str, object] | None:
+        b = await c.get(BACKUPS, None, name, live=True)
+        return b if b and (b.get("status") or {}).get("phase") == phase else None
+    return check
+
+
 def _exists(path: Path) -> bool:
     return path.exists()
 
@@ -194,8 +197,5 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-async def _none_left(c: object) -> bool:
-    from racksmith.runtime.client import Client
-
-    assert isinstance(c, Client)
+async def _none_left(c: Client) -> bool:
     return not await c.list(BACKUPS, live=True)

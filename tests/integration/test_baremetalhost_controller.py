@@ -471,3 +471,30 @@ async def test_restart_mid_provisioning_deploys_exactly_once(
     async with running(client, backend):
         await cluster.in_state("h9", "provisioned")
     assert backend.deploys[cluster.key("h9")] == 1
+
+
+async def test_a_failed_deploy_is_undone_and_retried_until_it_succeeds(
+    cluster: Cluster, backend: FixtureProvisioner, controller: Controller
+) -> None:
+    """As Metal3's BMO: a deploy that still fails once its error's back-off
+    has passed is deprovisioned (cleaned, back to available) and provisioned
+    again; once the cause is gone (here the image becomes reachable, as a
+    conductor that recovers) the host ends provisioned, with no error."""
+    backend.broken_images.add(IMAGE["url"])
+    await cluster.secret("h10-bmc")
+    await cluster.host("h10", image=IMAGE, online=True)
+
+    async def failed() -> bool:
+        host = await cluster.read("h10")
+        return host is not None and status_of(host).get("errorType") == "provisioning error"
+    await eventually(failed, "the first deploy failed")
+
+    async def retried() -> bool:
+        return backend.deploys[cluster.key("h10")] >= 2
+    await eventually(retried, "the deploy tried again after deprovisioning")
+    assert backend.calls[(cluster.key("h10"), "deprovision")] >= 1
+    backend.broken_images.discard(IMAGE["url"])
+    await cluster.in_state("h10", "provisioned")
+    host = await cluster.read("h10")
+    assert host is not None and "errorType" not in status_of(host)
+    await cluster.has_events("h10", "Deprovisioning", "ProvisioningComplete")

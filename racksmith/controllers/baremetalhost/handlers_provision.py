@@ -4,8 +4,11 @@ externally provisioned.
 Available hosts start a deploy once ``spec.image`` is set and the profile
 fits the inspected hardware (otherwise they stay available with
 ``ProfileValid`` False); provisioned and externally provisioned hosts are
-adopted (idempotent) and powered as ``spec.online`` says. Dispatched by
-``handlers``; they only propose.
+adopted (idempotent) and powered as ``spec.online`` says. A deploy that
+fails is recorded as a provisioning error; if it still fails once that
+error's back-off has passed, the host is deprovisioned and provisioning
+starts over (Metal3's behaviour). Dispatched by ``handlers``; they only
+propose.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.metal import ErrorType, Image
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.planners.layout import RenderedLayout
+from racksmith.provisioner.base import ErrorKind, Result
 
 
 def _image_changed(ctx: HostContext) -> bool:
@@ -105,10 +109,26 @@ async def handle_provisioning(ctx: HostContext) -> Proposal:
         return Proposal(error=(ErrorType.PROVISIONING, ctx.config_drive.problem))
     result = await ctx.calls.provision(provision_request(ctx, ctx.host.spec.image, rendered))
     if result.error:
+        if _failed_again(ctx, result):
+            # As Metal3's BMO: a deploy that still fails once its error's
+            # back-off has passed is undone (deprovisioned: cleaned, back to
+            # available) and started over — a transient failure (a ramdisk
+            # that missed its callback on a loaded conductor) does not strand
+            # the host; a lasting one (a bad image) retries, cleaning between
+            # tries, until the spec changes.
+            return Proposal(next_state=S.DEPROVISIONING,
+                            detail=ctx.redact(f"retrying a failed deploy: {result.error}"))
         return failed(ctx, result, ErrorType.PROVISIONING)
     if not result.done:
         return waiting(ctx, result)
     return proposal.merged(Proposal(next_state=S.PROVISIONED, clear_error=True))
+
+
+def _failed_again(ctx: HostContext, result: Result) -> bool:
+    """The deploy failed and the host already shows a provisioning error (the
+    first failure was recorded and its back-off has passed)."""
+    return (result.error_kind in (None, ErrorKind.PROVISIONING)
+            and ctx.status.error_type is ErrorType.PROVISIONING)
 
 
 async def handle_provisioned(ctx: HostContext) -> Proposal:
