@@ -14,7 +14,8 @@ raise :class:`Expired` (the HTTP layer answers 410 Gone).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -215,14 +216,10 @@ class Store(Protocol):
         longer reaches back far enough to tell."""
 
 
-async def flatten(batches: AsyncIterator[WatchBatch]) -> AsyncIterator[WatchEvent]:
+async def flatten(batches: AsyncGenerator[WatchBatch, None]) -> AsyncIterator[WatchEvent]:
     """The events of ``batches`` one by one; closing this closes ``batches``
     at once (its subscription is not left to the garbage collector)."""
-    try:
+    async with contextlib.aclosing(batches):
         async for batch in batches:
             for event in batch:
                 yield event
-    finally:
-        aclose = getattr(batches, "aclose", None)
-        if aclose is not None:
-            await aclose()

@@ -682,7 +682,7 @@ class EtcdStore:
 
     async def _watch(self, scope: Scope, since_rv: int,
                      on_live: Callable[[Callable[[], int]], None] | None, *,
-                     batched: bool) -> AsyncIterator[WatchBatch]:
+                     batched: bool) -> AsyncGenerator[WatchBatch, None]:
         """Live events are taken from the subscription a burst at a time when
         ``batched``, else one at a time (so that the probe given to
         ``on_live`` counts exactly the events yielded one by one)."""
@@ -691,12 +691,9 @@ class EtcdStore:
         ring = self._rings.get(scope.resource)
         floor = ring.evicted_rv if ring is not None else self._start_rv
         if since_rv < floor:
-            direct = self._direct_watch(scope, since_rv)
-            try:
+            async with contextlib.aclosing(self._direct_watch(scope, since_rv)) as direct:
                 async for events in direct:
                     yield events
-            finally:
-                await direct.aclose()
             return
         sub = self._hub.subscribe(scope)
         try:
@@ -711,13 +708,8 @@ class EtcdStore:
             if on_live is not None:
                 # self._rv moves right after a response's events are published
                 on_live(lambda: sub.caught_up(self._rv))
-            while True:
-                evs = await (sub.get_batch() if batched else sub.get_one())
-                if evs is None:
-                    return
-                batch = evs if evs[0].rv > last else [ev for ev in evs if ev.rv > last]
-                if batch:
-                    last = batch[-1].rv
+            async with contextlib.aclosing(sub.bursts(last, batched=batched)) as live:
+                async for batch in live:
                     yield batch
         finally:
             sub.cancel()

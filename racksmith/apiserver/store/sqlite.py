@@ -59,9 +59,10 @@ from an earlier run are tightened too (:mod:`racksmith.filemodes`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -535,7 +536,7 @@ class SqliteStore:
 
     async def _watch(self, scope: Scope, since_rv: int,
                      on_live: Callable[[Callable[[], int]], None] | None, *,
-                     batched: bool) -> AsyncIterator[WatchBatch]:
+                     batched: bool) -> AsyncGenerator[WatchBatch, None]:
         """Live events are taken from the subscription a burst at a time when
         ``batched``, else one at a time (so that the probe given to
         ``on_live`` counts exactly the events yielded one by one)."""
@@ -567,13 +568,8 @@ class SqliteStore:
             if on_live is not None:
                 # self._rv is set as a batch is published, in the same step
                 on_live(lambda: sub.caught_up(self._rv))
-            while True:
-                evs = await (sub.get_batch() if batched else sub.get_one())
-                if evs is None:
-                    return
-                batch = evs if evs[0].rv > last else [ev for ev in evs if ev.rv > last]
-                if batch:
-                    last = batch[-1].rv
+            async with contextlib.aclosing(sub.bursts(last, batched=batched)) as live:
+                async for batch in live:
                     yield batch
         finally:
             sub.cancel()

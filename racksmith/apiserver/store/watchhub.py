@@ -7,7 +7,7 @@ hub appends every event to the bounded buffer of each subscription whose
 
 Slow watchers never block writers or other watchers: when a subscription's
 buffer is full it is *overflowed* — the hub drops its buffer, forgets the
-subscription, and the next :meth:`Subscription.get` raises
+subscription, and the next :meth:`Subscription.take` raises
 :class:`~racksmith.apiserver.store.base.Expired`. The HTTP layer then ends the
 watch so that the client re-lists (exactly what it does after a 410 Gone).
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import NamedTuple
 
 from racksmith.apiserver.store.base import EventType, Expired, Key, Scope, WatchEvent
@@ -76,30 +76,20 @@ class Subscription:
     def caught_up(self, published: int) -> int:
         """With ``published`` the rv of the newest event published to the hub:
         the rv up to which every event for this subscription has been taken
-        by :meth:`get` (just below the first one still buffered)."""
+        by :meth:`take` (just below the first one still buffered)."""
         return self._buf[0].rv - 1 if self._buf else published
 
-    async def get(self) -> WatchEvent | None:
-        """The next live event; None once the hub is closed and the buffer is
-        drained. Raises Expired if the buffer overflowed."""
+    async def take(self, *, one: bool = False) -> list[WatchEvent] | None:
+        """Every buffered live event at once (at least one), or only the oldest
+        when ``one``; None once the hub is closed and the buffer is drained.
+        Raises Expired if the buffer overflowed. One wake-up per burst, not
+        one per event."""
         while True:
             if self._overflowed:
                 raise Expired("watch fell too far behind; re-list and watch again")
             if self._buf:
-                return self._buf.popleft()
-            if self._closed:
-                return None
-            self._wake.clear()
-            await self._wake.wait()
-
-    async def get_batch(self) -> list[WatchEvent] | None:
-        """Every buffered live event at once (at least one); None once the hub
-        is closed and the buffer is drained. Raises Expired if the buffer
-        overflowed. One wake-up per burst, not one per event."""
-        while True:
-            if self._overflowed:
-                raise Expired("watch fell too far behind; re-list and watch again")
-            if self._buf:
+                if one:
+                    return [self._buf.popleft()]
                 out = list(self._buf)
                 self._buf.clear()
                 return out
@@ -108,10 +98,20 @@ class Subscription:
             self._wake.clear()
             await self._wake.wait()
 
-    async def get_one(self) -> list[WatchEvent] | None:
-        """:meth:`get` as a burst of one (None at the end)."""
-        event = await self.get()
-        return None if event is None else [event]
+    async def bursts(self, after: int, *, batched: bool
+                     ) -> AsyncGenerator[list[WatchEvent], None]:
+        """The live events newer than resourceVersion ``after`` (what a replay
+        already gave is dropped), a burst at a time when ``batched``, else
+        one event at a time; ends when the hub closes."""
+        last = after
+        while True:
+            evs = await self.take(one=not batched)
+            if evs is None:
+                return
+            batch = evs if evs[0].rv > last else [ev for ev in evs if ev.rv > last]
+            if batch:
+                last = batch[-1].rv
+                yield batch
 
     def cancel(self) -> None:
         """Stop receiving events (idempotent)."""
@@ -169,7 +169,7 @@ class WatchHub:
             self._unsubscribe(sub)
 
     def expire_all(self) -> None:
-        """Every subscription expires (its next ``get`` raises Expired): the
+        """Every subscription expires (its next ``take`` raises Expired): the
         events they would need are lost."""
         for subs in self._by_resource.values():
             for sub in subs:
