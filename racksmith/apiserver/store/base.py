@@ -14,6 +14,7 @@ raise :class:`Expired` (the HTTP layer answers 410 Gone).
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
@@ -102,6 +103,9 @@ class WatchEvent:
 WatchBatch = list[WatchEvent]
 """A burst of watch events in rv order (see :meth:`Store.watch_batches`)."""
 
+OnLive = Callable[[Callable[[], int]], None]
+"""What a watch calls once its replay is over (see :meth:`Store.watch`)."""
+
 
 @dataclass(frozen=True)
 class ListResult:
@@ -189,8 +193,7 @@ class Store(Protocol):
         resourceVersion. Raises NotFoundError, ConflictError."""
 
     def watch(self, scope: Scope, since_rv: int, *,
-              on_live: Callable[[Callable[[], int]], None] | None = None
-              ) -> AsyncIterator[WatchEvent]:
+              on_live: OnLive | None = None) -> AsyncIterator[WatchEvent]:
         """Events in ``scope`` with rv > ``since_rv``, first replayed from the
         log, then live, in rv order, until the consumer stops iterating or the
         store closes. Raises Expired (when iteration starts) if ``since_rv`` is
@@ -200,8 +203,7 @@ class Store(Protocol):
         quiet watch follows the store's rv)."""
 
     def watch_batches(self, scope: Scope, since_rv: int, *,
-                      on_live: Callable[[Callable[[], int]], None] | None = None
-                      ) -> AsyncIterator[WatchBatch]:
+                      on_live: OnLive | None = None) -> AsyncIterator[WatchBatch]:
         """:meth:`watch` in bursts: the same events in the same order, as
         non-empty lists (a page of the replay, or every live event buffered
         since the last step). A watch stream handles a burst in one step:
@@ -216,7 +218,28 @@ class Store(Protocol):
         longer reaches back far enough to tell."""
 
 
-async def flatten(batches: AsyncGenerator[WatchBatch, None]) -> AsyncIterator[WatchEvent]:
+class BurstWatches(abc.ABC):
+    """:meth:`Store.watch` and :meth:`Store.watch_batches` of a store, both
+    from its one :meth:`_watch`."""
+
+    def watch(self, scope: Scope, since_rv: int, *,
+              on_live: OnLive | None = None) -> AsyncIterator[WatchEvent]:
+        return _flatten(self._watch(scope, since_rv, on_live, batched=False))
+
+    def watch_batches(self, scope: Scope, since_rv: int, *,
+                      on_live: OnLive | None = None) -> AsyncIterator[WatchBatch]:
+        return self._watch(scope, since_rv, on_live, batched=True)
+
+    @abc.abstractmethod
+    def _watch(self, scope: Scope, since_rv: int, on_live: OnLive | None, *,
+               batched: bool) -> AsyncGenerator[WatchBatch, None]:
+        """The watch, replay then live. Live events are taken from the
+        subscription a burst at a time when ``batched``, else one at a time
+        (so that the probe given to ``on_live`` counts exactly the events
+        yielded one by one)."""
+
+
+async def _flatten(batches: AsyncGenerator[WatchBatch, None]) -> AsyncIterator[WatchEvent]:
     """The events of ``batches`` one by one; closing this closes ``batches``
     at once (its subscription is not left to the garbage collector)."""
     async with contextlib.aclosing(batches):

@@ -70,6 +70,7 @@ from aetcd import rpc
 
 from racksmith.apiserver.store.base import (
     AlreadyExistsError,
+    BurstWatches,
     ConflictError,
     EventType,
     Expired,
@@ -77,13 +78,13 @@ from racksmith.apiserver.store.base import (
     ListResult,
     NotFoundError,
     Obj,
+    OnLive,
     Scope,
     Store,
     StoreUnavailableError,
     TooLargeError,
     WatchBatch,
     WatchEvent,
-    flatten,
 )
 from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
 
@@ -213,7 +214,7 @@ def _stamp_obj(value: bytes, rv: int) -> Obj:
     return obj
 
 
-class EtcdStore:
+class EtcdStore(BurstWatches):
     """A :class:`~racksmith.apiserver.store.base.Store` on an etcd v3 cluster.
 
     ``watch_cache_size``: events kept per resource for watch resumption from
@@ -670,22 +671,8 @@ class EtcdStore:
 
     # ------------------------------------------------------------------ watch
 
-    def watch(self, scope: Scope, since_rv: int, *,
-              on_live: Callable[[Callable[[], int]], None] | None = None
-              ) -> AsyncIterator[WatchEvent]:
-        return flatten(self._watch(scope, since_rv, on_live, batched=False))
-
-    def watch_batches(self, scope: Scope, since_rv: int, *,
-                      on_live: Callable[[Callable[[], int]], None] | None = None
-                      ) -> AsyncIterator[WatchBatch]:
-        return self._watch(scope, since_rv, on_live, batched=True)
-
-    async def _watch(self, scope: Scope, since_rv: int,
-                     on_live: Callable[[Callable[[], int]], None] | None, *,
+    async def _watch(self, scope: Scope, since_rv: int, on_live: OnLive | None, *,
                      batched: bool) -> AsyncGenerator[WatchBatch, None]:
-        """Live events are taken from the subscription a burst at a time when
-        ``batched``, else one at a time (so that the probe given to
-        ``on_live`` counts exactly the events yielded one by one)."""
         if self._state != "open":
             return
         ring = self._rings.get(scope.resource)

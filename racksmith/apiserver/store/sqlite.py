@@ -62,7 +62,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +73,7 @@ import orjson
 from racksmith import filemodes
 from racksmith.apiserver.store.base import (
     AlreadyExistsError,
+    BurstWatches,
     ConflictError,
     EventType,
     Expired,
@@ -80,12 +81,12 @@ from racksmith.apiserver.store.base import (
     ListResult,
     NotFoundError,
     Obj,
+    OnLive,
     Scope,
     Store,
     StoreUnavailableError,
     WatchBatch,
     WatchEvent,
-    flatten,
 )
 from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
 
@@ -189,7 +190,7 @@ def _connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     return conn
 
 
-class SqliteStore:
+class SqliteStore(BurstWatches):
     """A :class:`~racksmith.apiserver.store.base.Store` in one SQLite file.
 
     ``event_log_size``: how many events the log keeps for watch resumption.
@@ -524,22 +525,8 @@ class SqliteStore:
 
     # ------------------------------------------------------------------ watch
 
-    def watch(self, scope: Scope, since_rv: int, *,
-              on_live: Callable[[Callable[[], int]], None] | None = None
-              ) -> AsyncIterator[WatchEvent]:
-        return flatten(self._watch(scope, since_rv, on_live, batched=False))
-
-    def watch_batches(self, scope: Scope, since_rv: int, *,
-                      on_live: Callable[[Callable[[], int]], None] | None = None
-                      ) -> AsyncIterator[WatchBatch]:
-        return self._watch(scope, since_rv, on_live, batched=True)
-
-    async def _watch(self, scope: Scope, since_rv: int,
-                     on_live: Callable[[Callable[[], int]], None] | None, *,
+    async def _watch(self, scope: Scope, since_rv: int, on_live: OnLive | None, *,
                      batched: bool) -> AsyncGenerator[WatchBatch, None]:
-        """Live events are taken from the subscription a burst at a time when
-        ``batched``, else one at a time (so that the probe given to
-        ``on_live`` counts exactly the events yielded one by one)."""
         if self._state != "open":
             return
         sub = self._hub.subscribe(scope)
