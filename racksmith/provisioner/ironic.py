@@ -235,6 +235,18 @@ class IronicProvisioner:
         self._boot_macs[name] = mac
         return None
 
+    async def _idle_node(self, host: HostIdentity, kind: ErrorKind, *,
+                         absent: Result | None = None) -> JsonObject | Result:
+        """The host's Ironic node when no operation runs on it; else what the
+        caller returns at once: ``absent`` (default: not registered, of
+        ``kind``) when there is no node, the busy wait while one runs."""
+        node = await self.client.get_node(host.node_name)
+        if node is None:
+            return absent if absent is not None else _not_registered(kind)
+        if st.is_busy(node):
+            return st.busy_result(node, self.timings)
+        return node
+
     # --- inspection -------------------------------------------------------
 
     @_backend_errors
@@ -242,12 +254,10 @@ class IronicProvisioner:
         """``force`` starts a new inspection whenever the node is idle: pass
         it until the call returns ``wait``, then stop passing it."""
         name = host.node_name
-        node = await self.client.get_node(name)
-        if node is None:
-            return InspectResult(_not_registered(ErrorKind.INSPECTION))
+        node = await self._idle_node(host, ErrorKind.INSPECTION)
+        if isinstance(node, Result):
+            return InspectResult(node)
         state = node.get("provision_state")
-        if st.is_busy(node):
-            return InspectResult(st.busy_result(node, self.timings))
         inspected = bool(node.get("inspection_finished_at"))
         if state == st.INSPECT_FAILED:
             if force:
@@ -298,13 +308,10 @@ class IronicProvisioner:
     async def prepare(self, host: HostIdentity, *, clean: bool | None = None) -> Result:
         """``clean`` (from automatedCleaningMode) sets the node's
         automated_clean; None keeps Ironic's configured default."""
-        name = host.node_name
-        node = await self.client.get_node(name)
-        if node is None:
-            return _not_registered(ErrorKind.PREPARATION)
+        node = await self._idle_node(host, ErrorKind.PREPARATION)
+        if isinstance(node, Result):
+            return node
         state = node.get("provision_state")
-        if st.is_busy(node):
-            return st.busy_result(node, self.timings)
         if state == st.AVAILABLE:
             return Result.ok()
         if state == st.MANAGEABLE:
@@ -319,12 +326,10 @@ class IronicProvisioner:
     @_backend_errors
     async def provision(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         name = host.node_name
-        node = await self.client.get_node(name)
-        if node is None:
-            return _not_registered(ErrorKind.PROVISIONING)
+        node = await self._idle_node(host, ErrorKind.PROVISIONING)
+        if isinstance(node, Result):
+            return node
         state = node.get("provision_state")
-        if st.is_busy(node):
-            return st.busy_result(node, self.timings)
         if state == st.ACTIVE:
             return Result.ok()
         if state == st.MANAGEABLE:  # not prepared yet: make it available first
@@ -344,12 +349,10 @@ class IronicProvisioner:
     @_backend_errors
     async def adopt(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         name = host.node_name
-        node = await self.client.get_node(name)
-        if node is None:
-            return _not_registered(ErrorKind.PROVISIONING)
+        node = await self._idle_node(host, ErrorKind.PROVISIONING)
+        if isinstance(node, Result):
+            return node
         state = node.get("provision_state")
-        if st.is_busy(node):
-            return st.busy_result(node, self.timings)
         if state == st.ACTIVE:
             return Result.ok()
         if state == st.AVAILABLE:  # adoption starts from manageable
@@ -376,12 +379,10 @@ class IronicProvisioner:
     @_backend_errors
     async def deprovision(self, host: HostIdentity, *, clean: bool) -> Result:
         name = host.node_name
-        node = await self.client.get_node(name)
-        if node is None:
-            return Result.ok()
+        node = await self._idle_node(host, ErrorKind.PROVISIONING, absent=Result.ok())
+        if isinstance(node, Result):
+            return node
         state = node.get("provision_state")
-        if st.is_busy(node):
-            return st.busy_result(node, self.timings)
         if state == st.AVAILABLE:
             return Result.ok()
         if state in (st.ACTIVE, st.DEPLOY_FAILED, st.ERROR):
