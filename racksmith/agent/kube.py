@@ -35,9 +35,9 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from racksmith.clock import Clock
 from racksmith.redact import register_secret
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.informer import SharedInformer
 from racksmith.runtime.keys import ObjectKey

@@ -47,8 +47,8 @@ from racksmith.agent import kubeadm
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.host import Host
 from racksmith.agent.kube import AgentKube, rfc3339
+from racksmith.clock import Clock, wait_event
 from racksmith.planners.release import NETPLAN_PATH
-from racksmith.runtime.clock import Clock, wait_event
 from racksmith.runtime.source import Source
 
 __all__ = [

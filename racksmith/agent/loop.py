@@ -34,10 +34,10 @@ from racksmith.agent.config import AgentTiming
 from racksmith.agent.executors import ExecContext, ItemError
 from racksmith.agent.host import REBOOT_REQUIRED, HostError
 from racksmith.agent.kube import rfc3339
+from racksmith.clock import Clock, wait_event
 from racksmith.kinds.cluster import StateItem
 from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, StateItemState, StateItemStatus
 from racksmith.planners.release import item_hash
-from racksmith.runtime.clock import Clock, wait_event
 
 __all__ = ["LCMApi", "Outcome", "PassResult", "ReconcileLoop", "item_phase"]
 

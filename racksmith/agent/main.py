@@ -39,7 +39,7 @@ from racksmith.agent.kubelet import EmulatedKubelet
 from racksmith.agent.loop import Outcome, ReconcileLoop
 from racksmith.agent.storage import StorageContext, StorageLoop
 from racksmith.agent.token import TokenRenewer
-from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.clock import Clock, SystemClock
 
 __all__ = ["AGENT_VERSION", "run_agent"]
 

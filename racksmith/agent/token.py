@@ -27,9 +27,9 @@ from typing import Any
 import structlog
 import yaml
 
+from racksmith.clock import Clock, wait_event
 from racksmith.redact import register_secret
 from racksmith.runtime.client import as_client
-from racksmith.runtime.clock import Clock, wait_event
 from racksmith.runtime.errors import ApiError
 from racksmith.runtime.tokens import token_claims
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.emulator.workloads_plan import (
     APP,
     APP_LABEL,
@@ -70,7 +71,6 @@ from racksmith.emulator.workloads_plan import (
 )
 from racksmith.runtime.access import reads, watches, writes
 from racksmith.runtime.client import as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.keys import ObjectKey

@@ -19,8 +19,15 @@ repeats aggregated as client-go does) and ``statetable`` (``StateTable``:
 the legal transitions of a status field, refused with ``IllegalTransition``).
 """
 
+from racksmith.clock import Clock, FakeClock, SystemClock
+from racksmith.election import (
+    InMemoryLeaseStore,
+    LeaderElector,
+    LeaseConflict,
+    LeaseRecord,
+    LeaseStore,
+)
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, FakeClock, SystemClock
 from racksmith.runtime.controller import Controller, Reconciler
 from racksmith.runtime.errors import (
     AlreadyExists,
@@ -33,13 +40,6 @@ from racksmith.runtime.errors import (
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import InformerSource, SharedInformer
 from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
-from racksmith.runtime.leader import (
-    InMemoryLeaseStore,
-    LeaderElector,
-    LeaseConflict,
-    LeaseRecord,
-    LeaseStore,
-)
 from racksmith.runtime.manager import Manager
 from racksmith.runtime.metrics import RuntimeMetrics
 from racksmith.runtime.queue import Backoff, QueueShutDown, WorkQueue

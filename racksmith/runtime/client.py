@@ -66,9 +66,9 @@ import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient
 
+from racksmith.clock import Clock
 from racksmith.jsoncopy import json_copy
 from racksmith.redact import register_secret
-from racksmith.runtime.clock import Clock
 from racksmith.runtime.errors import ApiError, Forbidden, NotFound, TooManyRequests, error_from
 from racksmith.runtime.informer import (
     IndexFunc,

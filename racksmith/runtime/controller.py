@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from racksmith.runtime.clock import Clock, SystemClock, wait_event
+from racksmith.clock import Clock, SystemClock, wait_event
 from racksmith.runtime.errors import ApiError, Conflict
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.metrics import RuntimeMetrics

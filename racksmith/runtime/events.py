@@ -41,9 +41,9 @@ from typing import Any, Protocol
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.redact import redact_text
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.resource import Resource
 

@@ -50,7 +50,7 @@ import structlog
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.clock import Clock, SystemClock
 from racksmith.runtime.errors import ApiError, error_from
 from racksmith.runtime.keys import Mapper, ObjectKey, key_of, self_keys
 from racksmith.runtime.queue import Backoff

@@ -24,9 +24,10 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.clock import Clock, SystemClock
+from racksmith.election import LeaderElector, LeaseStore
 from racksmith.runtime.controller import Controller
-from racksmith.runtime.leader import KubeLeaseStore, LeaderElector, LeaseStore
+from racksmith.runtime.leader import KubeLeaseStore
 from racksmith.runtime.metrics import RuntimeMetrics
 
 

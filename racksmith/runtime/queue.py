@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-from racksmith.runtime.clock import Clock
+from racksmith.clock import Clock
 
 K = TypeVar("K", bound=Hashable)
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from kubernetes_asyncio.client import ApiClient
 
-from racksmith.runtime.clock import Clock
+from racksmith.clock import Clock
 from racksmith.runtime.informer import InformerSource, SharedInformer
 from racksmith.runtime.keys import Mapper, ObjectKey, self_keys
 from racksmith.runtime.queue import Backoff

@@ -30,10 +30,10 @@ from racksmith.agent.config import AgentTiming
 from racksmith.agent.kube import api_client
 from racksmith.agent.token import TokenRenewer
 from racksmith.apiserver.server import ApiServer
+from racksmith.clock import FakeClock
 from racksmith.kinds.cluster import Cluster, ClusterRelease
 from racksmith.planners.release import PlannedRelease, item_hash, plan_state_items
 from racksmith.runtime.client import as_client
-from racksmith.runtime.clock import FakeClock
 from racksmith.runtime.errors import AlreadyExists
 from racksmith.runtime.resources import LCMMACHINES, SERVICE_ACCOUNTS
 from racksmith.runtime.tokens import token_claims

@@ -17,7 +17,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, CustomObjectsApi, StorageV1Api
 
 from racksmith.agent.kube import AgentKube
-from racksmith.runtime.clock import SystemClock
+from racksmith.clock import SystemClock
 from racksmith.runtime.resources import STORAGE_CLASSES
 from tests.harness.api import MERGE
 from tests.harness.wait import eventually

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
+from racksmith.clock import SystemClock
 from racksmith.controllers.maintenance import NodeMaintenance
 from racksmith.kinds.maintenance import MaintenanceScope
 from racksmith.planners.maintenance import (
@@ -29,7 +30,6 @@ from racksmith.planners.maintenance import (
     NodeState,
     RebootPolicy,
 )
-from racksmith.runtime.clock import SystemClock
 from tests.harness import api
 from tests.harness.api import MERGE
 from tests.harness.wait import eventually

@@ -36,14 +36,10 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
 from racksmith.apiserver.server import ApiServer
+from racksmith.election import LeaderElector, LeaseRecord, PartitionedLeaseStore
 from racksmith.runtime import Controller, Done, Manager, ObjectKey, Result
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
-from racksmith.runtime.leader import (
-    KubeLeaseStore,
-    LeaderElector,
-    LeaseRecord,
-    PartitionedLeaseStore,
-)
+from racksmith.runtime.leader import KubeLeaseStore
 from racksmith.runtime.source import KubeSource, Resource
 from tests.harness.api import connect, optional, serving
 from tests.harness.controllers import managing as running

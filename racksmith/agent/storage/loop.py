@@ -28,8 +28,8 @@ import structlog
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.storage.context import StorageContext
 from racksmith.agent.storage.tasks import recover, run_job
+from racksmith.clock import Clock, wait_event
 from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION, FailureReason, Job, JobResult
-from racksmith.runtime.clock import Clock, wait_event
 from racksmith.runtime.source import Source
 
 __all__ = ["StorageLoop", "VolumeApi"]

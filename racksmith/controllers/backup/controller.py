@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import structlog
 from pydantic import ValidationError
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.kinds.lcm import (
     BackupPhase,
     BackupReason,
@@ -47,7 +48,6 @@ from racksmith.kinds.lcm import (
 )
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists
 from racksmith.runtime.events import EventRecorder

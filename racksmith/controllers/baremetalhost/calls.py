@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from racksmith.clock import Clock
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.provisioner.base import (
     BackendUnavailable,
@@ -24,7 +25,6 @@ from racksmith.provisioner.base import (
     RegisterResult,
     Result,
 )
-from racksmith.runtime.clock import Clock
 from racksmith.runtime.keys import ObjectKey
 
 T = TypeVar("T")

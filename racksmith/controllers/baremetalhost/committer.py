@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from racksmith.clock import Clock
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.controllers.baremetalhost.inventory import upsert_inventory
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
@@ -37,7 +38,6 @@ from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.metal import BareMetalHostStatus
 from racksmith.runtime.client import Client
-from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import ConditionSpec, EventSpec, EventType
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

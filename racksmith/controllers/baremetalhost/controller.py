@@ -48,6 +48,7 @@ import structlog
 import yaml
 from prometheus_client import CollectorRegistry
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.baremetalhost.backend import BackendSource
 from racksmith.controllers.baremetalhost.calls import BudgetExhausted, CallBudget, HostCalls
 from racksmith.controllers.baremetalhost.committer import Committer
@@ -78,7 +79,6 @@ from racksmith.provisioner.base import (
 from racksmith.redact import register_secret
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.conditions import ConditionSpec
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder

@@ -26,12 +26,12 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.cluster.events import status_events
 from racksmith.controllers.cluster.summary import members, summarize
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

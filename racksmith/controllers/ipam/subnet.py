@@ -34,13 +34,13 @@ from typing import Any
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.ipam.events import status_events
 from racksmith.controllers.ipam.verdict import apply_verdict, judge, subnet_cidr
 from racksmith.ipamclaims.names import FIELD_MANAGER, SUBNET_LABEL
 from racksmith.kinds.ipam import Subnet, SubnetStatus
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

@@ -60,6 +60,7 @@ from typing import Any
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.ipamhost.addresses import assign, is_held_by, release_unneeded
 from racksmith.controllers.ipamhost.index import Dependencies, DependencyIndex
 from racksmith.controllers.ipamhost.layout import resolve_subnets
@@ -107,7 +108,6 @@ from racksmith.planners.netplan import (
 )
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

@@ -32,6 +32,7 @@ from typing import Any
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.ipamhost.layout import resolve_subnets
 from racksmith.controllers.ipamhost.names import (
     CHANGE_CONFIRMED,
@@ -58,7 +59,6 @@ from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHost, L2Template, L2TemplateStatus
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from racksmith.clock import Clock
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.plan import (
     Action,
@@ -54,7 +55,6 @@ from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.runtime.client import Client
-from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
 from racksmith.runtime.errors import AlreadyExists, Conflict, NotFound
 from racksmith.runtime.events import EventRecorder

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import ValidationError
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.commit import Committer, Raw, SecretData
 from racksmith.controllers.machine.index import MachineKeys
@@ -52,7 +53,6 @@ from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.runtime.access import EVENTS, reads, tokens_for, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

@@ -42,6 +42,7 @@ from typing import Any
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.maintenance.drain import Drainer
 from racksmith.controllers.maintenance.events import COMPONENT, action_events, node_ref
 from racksmith.kinds.maintenance import NodeMaintenanceRequest
@@ -83,7 +84,6 @@ from racksmith.planners.maintenance import (
 from racksmith.planners.maintenance_states import NODE_FLOW
 from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import field_index, field_index_name

@@ -42,6 +42,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.maintenance.flow import ACCESS as FLOW_ACCESS
 from racksmith.controllers.maintenance.flow import FIELD_MANAGER, NodeMaintenance
 from racksmith.controllers.maintenance.reboot_states import REBOOT_PHASES
@@ -69,7 +70,6 @@ from racksmith.planners.maintenance import (
 )
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.conditions import ConditionSpec, set_condition
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound

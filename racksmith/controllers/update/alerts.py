@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from racksmith.runtime.clock import Clock, SystemClock
+from racksmith.clock import Clock, SystemClock
 
 ALERTS_PATH = "/api/v2/alerts"
 ALERTS_QUERY = {"active": "true", "silenced": "false", "inhibited": "false"}

@@ -48,6 +48,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.update import plan as decide
 from racksmith.controllers.update.alerts import AlertSource, NoAlerts
 from racksmith.controllers.update.events import plan_events
@@ -97,7 +98,6 @@ from racksmith.kinds.maintenance import LockState, MaintenanceScope
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder, object_ref

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from racksmith.clock import Clock
 from racksmith.planners.maintenance import (
     MaintenanceTimings,
     NodeJob,
     NodeProgress,
     RebootPolicy,
 )
-from racksmith.runtime.clock import Clock
 
 __all__ = ["NodeFlow", "NodeFlowFactory", "NodeJob", "NodeProgress", "RebootPolicy"]
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import structlog
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.volume import names as n
 from racksmith.planners.quantity import to_bytes
 from racksmith.runtime.access import watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.informer import field_index, field_index_name

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from racksmith.clock import Clock
 from racksmith.controllers.volume.names import COMPONENT, FINALIZER
 from racksmith.controllers.volume.plan import (
     AddFinalizer,
@@ -46,7 +47,6 @@ from racksmith.jsoncopy import json_copy
 from racksmith.kinds.storage import Volume
 from racksmith.kinds.volumejobs import Job, JobOp, new_job
 from racksmith.runtime.client import Client
-from racksmith.runtime.clock import Clock
 from racksmith.runtime.conditions import EventSpec
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder

@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.volume import names as n
 from racksmith.controllers.volume.commit import Committer, Raw
 from racksmith.controllers.volume.observed import Observed, PVView, StorageClassView
@@ -41,7 +42,6 @@ from racksmith.kinds.storage import GROUP, Volume
 from racksmith.kinds.volumejobs import Job, JobOp, JobResult, new_job
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.clock import Clock, SystemClock
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder

@@ -18,9 +18,9 @@ from racksmith.agent.executors import ExecContext
 from racksmith.agent.host import EmulatedHost
 from racksmith.agent.kubelet import capacity_from_hardware, internal_ip, netplan_addresses
 from racksmith.agent.loop import Outcome, ReconcileLoop
+from racksmith.clock import FakeClock
 from racksmith.kinds.cluster import StateItem
 from racksmith.planners.release import item_hash
-from racksmith.runtime.clock import FakeClock
 
 
 class FakeLCM:

@@ -8,7 +8,7 @@ from typing import Any
 
 from racksmith.agent.host import REBOOT_REQUIRED
 from racksmith.agent.loop import Outcome
-from racksmith.runtime.clock import FakeClock
+from racksmith.clock import FakeClock
 from tests.unit.agent.test_agent_loop import FakeLCM, file_item, make_loop
 
 

@@ -19,8 +19,8 @@ import pytest
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.host import EmulatedHost
 from racksmith.agent.storage import StorageContext, StorageLoop
+from racksmith.clock import SystemClock
 from racksmith.kinds.volumejobs import JOB_RESULT_ANNOTATION
-from racksmith.runtime.clock import SystemClock
 from racksmith.runtime.keys import ObjectKey
 
 NODE = "n1"

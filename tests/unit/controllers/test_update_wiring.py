@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
+from racksmith.clock import Clock, FakeClock
 from racksmith.controllers.update import UpdateTimings, update_controller
 from racksmith.planners.maintenance import MaintenanceTimings, NodeJob, NodeProgress
-from racksmith.runtime.clock import Clock, FakeClock
 
 
 class Flow:

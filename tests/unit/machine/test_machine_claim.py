@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from racksmith.clock import FakeClock
 from racksmith.controllers.machine.commit import Committer
-from racksmith.runtime.clock import FakeClock
 from racksmith.runtime.errors import Conflict
 from tests.unit.machine import builders as b
 

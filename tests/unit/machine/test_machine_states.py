@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from racksmith.clock import FakeClock
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.commit import Committer, Raw, writes_status
 from racksmith.controllers.machine.observed import Observed
@@ -18,7 +19,6 @@ from racksmith.controllers.machine.plan import decide
 from racksmith.controllers.machine.states import PHASES
 from racksmith.kinds.cluster import MachinePhase as P
 from racksmith.kinds.metal import ProvisioningState
-from racksmith.runtime.clock import FakeClock
 from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition
 from tests.harness.statetables import Recording

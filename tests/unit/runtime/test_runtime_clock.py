@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from racksmith.runtime.clock import FakeClock, wait_event
+from racksmith.clock import FakeClock, wait_event
 
 
 async def test_sleepers_wake_in_deadline_order_at_their_deadline(clock: FakeClock) -> None:

@@ -17,8 +17,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from racksmith.election import LeaseConflict, LeaseRecord
 from racksmith.runtime import FakeClock, ObjectKey, Resource, owner_keys
-from racksmith.runtime.leader import KubeLeaseStore, LeaseConflict, LeaseRecord
+from racksmith.runtime.leader import KubeLeaseStore
 from racksmith.runtime.source import KubeSource
 
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from racksmith.election import PartitionedLeaseStore, micro_time
 from racksmith.runtime import FakeClock, InMemoryLeaseStore, LeaderElector, LeaseRecord
-from racksmith.runtime.leader import PartitionedLeaseStore, micro_time
 
 
 def elector(store: object, identity: str, clock: FakeClock) -> LeaderElector:

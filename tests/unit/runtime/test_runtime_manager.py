@@ -7,8 +7,8 @@ import asyncio
 from prometheus_client import CollectorRegistry
 from runtime_doubles import KEY, FakeSource, ScriptedReconciler, blocks_on
 
+from racksmith.election import PartitionedLeaseStore
 from racksmith.runtime import Controller, FakeClock, InMemoryLeaseStore, Manager
-from racksmith.runtime.leader import PartitionedLeaseStore
 
 
 def manager(

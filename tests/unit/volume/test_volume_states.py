@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from racksmith.clock import FakeClock
 from racksmith.controllers.volume.commit import Committer, Raw
 from racksmith.controllers.volume.observed import Observed
 from racksmith.controllers.volume.plan import decide
@@ -17,7 +18,6 @@ from racksmith.controllers.volume.states import PHASES
 from racksmith.controllers.volume.status import phase_of
 from racksmith.kinds.storage import Volume
 from racksmith.kinds.storage import VolumePhase as P
-from racksmith.runtime.clock import FakeClock
 from racksmith.runtime.result import TemporaryError
 from racksmith.runtime.statetable import IllegalTransition
 from tests.harness.statetables import Recording
