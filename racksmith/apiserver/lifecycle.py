@@ -20,6 +20,16 @@ cluster, embedded and level-based:
 Every write goes through :class:`ResourceService`, so the rules of the API
 apply. The work is driven by write hooks and a full rescan at start (and
 periodically), so a crash at any point converges after restart.
+
+**One replica acts.** Every replica keeps the owner index and serves the
+CRDs (both follow every write, its own and, through the store's watch, the
+other replicas'), but when several replicas share one store only the holder
+of a Lease (``kube-system/racksmith-apiserver-lifecycle``, through
+:mod:`racksmith.election`, as kube-controller-manager elects its leader)
+does the work: the others queue nothing. A replica that becomes the holder
+rescans everything first (level-based: what happened while nobody held the
+Lease is found); one that loses it drops its queue. With no elector (one
+server on its own SQLite store) the server always acts.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.registry import Registry, ResourceInfo, infos_from_crd
 from racksmith.apiserver.service import ListOptions, ResourceService, WriteOptions
 from racksmith.apiserver.store.base import Key, Scope, StoreUnavailableError
+from racksmith.election import LeaderElector
 
 Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver.lifecycle")
@@ -80,14 +91,24 @@ class OwnerIndex:
 class Lifecycle:
     """The embedded GC, namespace and CRD controllers."""
 
-    def __init__(self, service: ResourceService, registry: Registry) -> None:
+    def __init__(self, service: ResourceService, registry: Registry, *,
+                 elector: LeaderElector | None = None) -> None:
         self.service = service
         self.registry = registry
         self.index = OwnerIndex()
+        self.elector = elector
+        """Who else may act (None: nobody, this server always acts)."""
+        self.acting = elector is None
+        """This server does the work (queues it) now."""
         self._queue: asyncio.Queue[tuple[str, Key, str]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._resync: asyncio.Task[None] | None = None
+        self._lead: asyncio.Task[None] | None = None
         service.hooks.append(self.on_write)
+
+    def _put(self, kind: str, key: Key, uid: str) -> None:
+        if self.acting:
+            self._queue.put_nowait((kind, key, uid))
 
     # ---- startup --------------------------------------------------------------
 
@@ -113,18 +134,48 @@ class Lifecycle:
         # dependents whose owners no longer exist
         for owner_uid in list(self.index.dependents):
             if owner_uid not in self.index.by_uid:
-                self._queue.put_nowait(("orphaned", Key("", "", ""), owner_uid))
+                self._put("orphaned", Key("", "", ""), owner_uid)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="apiserver-lifecycle")
         self._resync = asyncio.create_task(self._periodic(), name="apiserver-resync")
+        if self.elector is not None:
+            self._lead = asyncio.create_task(self._campaign(self.elector),
+                                             name="apiserver-lifecycle-election")
 
     async def stop(self) -> None:
-        for task in (self._task, self._resync):
+        for task in (self._lead, self._task, self._resync):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self.elector is not None:
+            await self.elector.release()
+
+    async def _campaign(self, elector: LeaderElector) -> None:
+        """Act while this replica holds the Lease; rescan on taking it."""
+        while True:
+            await elector.acquire()
+            self.acting = True
+            log.info("this replica runs the server-side lifecycles")
+            try:
+                await self.rescan()
+            except StoreUnavailableError as exc:  # the periodic rescan tries again
+                log.warning("lifecycle rescan waits for the store: %s", exc)
+            except Exception:
+                log.exception("lifecycle rescan failed")
+            await elector.hold()
+            self.acting = False
+            self._drop_queued()
+            log.warning("another replica runs the server-side lifecycles now")
+
+    def _drop_queued(self) -> None:
+        while True:
+            try:
+                self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            self._queue.task_done()
 
     async def _periodic(self) -> None:
         while True:
@@ -153,7 +204,7 @@ class Lifecycle:
         if new is None and old is not None:
             uid = str(old.get("metadata", {}).get("uid", ""))
             self.index.forget_uid(uid)
-            self._queue.put_nowait(("orphaned", key, uid))
+            self._put("orphaned", key, uid)
             self._owners_changed(old)
             return
         if new is not None:
@@ -166,7 +217,7 @@ class Lifecycle:
             uid = str(ref.get("uid", ""))
             owner_key = self.index.by_uid.get(uid)
             if owner_key is not None:
-                self._queue.put_nowait(("object", owner_key, ""))
+                self._put("object", owner_key, "")
 
     def _enqueue_for(self, info: ResourceInfo, key: Key, obj: Obj) -> None:
         meta = obj.get("metadata", {})
@@ -174,9 +225,9 @@ class Lifecycle:
         if is_crd and (CRD_CLEANUP not in (meta.get("finalizers") or [])
                        or meta.get("deletionTimestamp")
                        or not _established(obj)):
-            self._queue.put_nowait(("object", key, ""))
+            self._put("object", key, "")
         elif meta.get("deletionTimestamp"):
-            self._queue.put_nowait(("object", key, ""))
+            self._put("object", key, "")
 
     def _serve_crd(self, crd: Obj) -> None:
         name = crd["metadata"]["name"]
@@ -215,7 +266,7 @@ class Lifecycle:
     async def _retry_later(self, kind: str, key: Key, uid: str, delay: float = 1.0) -> None:
         async def later() -> None:
             await asyncio.sleep(delay)
-            self._queue.put_nowait((kind, key, uid))
+            self._put(kind, key, uid)
         task = asyncio.create_task(later())
         task.add_done_callback(lambda _t: None)
 

@@ -31,6 +31,7 @@ from racksmith.apiserver.audit import AuditLog
 from racksmith.apiserver.builtins import builtin_resources
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.http.app import WATCHES_KEY, HttpConfig, build_app
+from racksmith.apiserver.leases import ServiceLeaseStore
 from racksmith.apiserver.lifecycle import Lifecycle
 from racksmith.apiserver.rbac.admission import RbacAdmission
 from racksmith.apiserver.rbac.authorizer import Authorizer, Subject
@@ -51,11 +52,14 @@ from racksmith.apiserver.store.etcd import EtcdConfig, EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 from racksmith.apiserver.users import TokenFile
+from racksmith.election import LeaderElector
 
 Obj = dict[str, Any]
 log = logging.getLogger("racksmith.apiserver")
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+LIFECYCLE_LEASE = "racksmith-apiserver-lifecycle"
+"""The Lease in kube-system of the replica that runs the server-side lifecycles."""
 
 
 SWITCH_INTERVAL = 0.0005
@@ -84,6 +88,12 @@ class ApiServerConfig:
     ServiceAccount signing key, the token file): replicas on one etcd each
     have their own data dir (serving certificate, kubeconfig, audit log) and
     one shared dir. None: the data dir itself (one server)."""
+    lifecycle_lease_seconds: float = 15.0
+    """Replicas on one etcd: how long the Lease of the replica that runs the
+    server-side lifecycles (GC, namespace and CRD finalization) lasts
+    unrenewed before another takes over (renewed every 2/15 of it, given
+    up after 2/3 of it without a renewal, as kube-controller-manager's
+    15/10/2 s)."""
 
 
 @dataclass
@@ -114,7 +124,8 @@ class ApiServer:
                                      event_log_size=self.config.event_log_size,
                                      watch_queue_size=self.config.watch_queue_size)
         self.service = ResourceService(self.store)
-        self.lifecycle = Lifecycle(self.service, self.registry)
+        self.lifecycle = Lifecycle(self.service, self.registry,
+                                   elector=self._lifecycle_elector())
         self.authorizer = Authorizer()
         self._rbac_admission = RbacAdmission(self.authorizer)
         self.service.hooks.append(self._observe_rbac)
@@ -205,6 +216,20 @@ class ApiServer:
         pki.write_kubeconfig(self.kubeconfig_path, server=self.url, token=self.token,
                              ca_pem=self.ca_pem)
         log.info("API server listening on %s", self.url)
+
+    def _lifecycle_elector(self) -> LeaderElector | None:
+        """Replicas on one etcd elect the one that runs the lifecycles; a
+        server on its own SQLite store is alone. The identity is stable
+        across restarts (host name and data dir), so a restarted replica
+        takes its own Lease back at once instead of waiting for it to
+        expire."""
+        if self.config.etcd is None:
+            return None
+        lease = self.config.lifecycle_lease_seconds
+        return LeaderElector(
+            ServiceLeaseStore(self.service, self.registry, "kube-system", LIFECYCLE_LEASE),
+            f"{socket.gethostname()}:{self.data_dir.resolve()}",
+            lease_duration=lease, renew_deadline=lease * 2 / 3, retry_period=lease * 2 / 15)
 
     async def _reload_caches(self) -> None:
         """The store lost the history of writes this replica had not followed

@@ -258,3 +258,56 @@ async def test_a_replica_whose_watch_fell_behind_compaction_resets(
     finally:
         await a.close()
         await b.close()
+
+
+async def test_one_replica_runs_the_lifecycles_and_another_takes_over(
+        etcd: LocalEtcdCluster, tmp_path: Path) -> None:
+    """Replicas elect the one that runs garbage collection and namespace and
+    CRD finalization (a Lease in kube-system, as kube-controller-manager);
+    the other only follows. When the holder stops, the other takes the Lease
+    and collects what is orphaned from then on (a short Lease: the setting)."""
+    config = etcd_config(etcd, f"/elect-{uuid.uuid4().hex}")
+    lease_path = ("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/"
+                  "racksmith-apiserver-lifecycle")
+    async with serving(tmp_path / "x", etcd=config, shared_dir=tmp_path / "site",
+                       lifecycle_lease_seconds=1.5) as x, \
+            serving(tmp_path / "y", etcd=config, shared_dir=tmp_path / "site",
+                    lifecycle_lease_seconds=1.5) as y:
+        assert x.ca_pem is not None
+        conn = aiohttp.TCPConnector(ssl=ssl.create_default_context(cadata=x.ca_pem.decode()))
+        async with aiohttp.ClientSession(connector=conn) as http:
+            await eventually(lambda: x.lifecycle.acting or y.lifecycle.acting,
+                             "a replica holds the lifecycle Lease", limit=10)
+            leader, other = (x, y) if x.lifecycle.acting else (y, x)
+            assert not other.lifecycle.acting
+            status, lease = await call(http, other, "GET", lease_path)
+            assert status == 200
+            assert lease["spec"]["holderIdentity"].endswith(str(leader.data_dir.resolve()))
+
+            async def orphan_collected(via: ApiServer, name: str) -> None:
+                cms = "/api/v1/namespaces/default/configmaps"
+                status, owner = await call(http, via, "POST", cms,
+                                           {"metadata": {"name": f"{name}-owner"}})
+                assert status == 201, owner
+                ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": f"{name}-owner",
+                       "uid": owner["metadata"]["uid"]}
+                status, _ = await call(http, via, "POST", cms, {"metadata": {
+                    "name": f"{name}-dependent", "ownerReferences": [ref]}})
+                assert status == 201
+                status, _ = await call(http, via, "DELETE", f"{cms}/{name}-owner")
+                assert status == 200
+
+                async def gone() -> bool:
+                    status, _ = await call(http, via, "GET", f"{cms}/{name}-dependent")
+                    return status == 404
+
+                await eventually(gone, f"{name}-dependent collected", limit=15)
+
+            # written through the replica that does not act: the holder collects
+            await orphan_collected(other, "before")
+            await leader.stop()
+            await eventually(lambda: other.lifecycle.acting,
+                             "the other replica takes the Lease over", limit=10)
+            status, lease = await call(http, other, "GET", lease_path)
+            assert lease["spec"]["holderIdentity"].endswith(str(other.data_dir.resolve()))
+            await orphan_collected(other, "after")

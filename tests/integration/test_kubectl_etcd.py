@@ -10,7 +10,7 @@ import pytest
 from tests.harness.etcd import etcd_cluster
 from tests.harness.process import ServerProc, start_server
 from tests.integration import test_kubectl as _sqlite
-from tests.integration.test_kubectl import kubectl  # noqa: F401 - the fixture
+from tests.integration.test_kubectl import Kubectl, kubectl  # noqa: F401 - the fixture
 
 globals().update({name: test for name, test in vars(_sqlite).items()
                   if name.startswith("test_")})
@@ -29,3 +29,12 @@ def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerP
             yield proc
         finally:
             proc.kill()
+
+
+def test_the_lifecycle_lease_names_the_serving_replica(
+        kubectl: Kubectl, server_process: ServerProc) -> None:  # noqa: F811 - the fixture
+    """docs/ha.md's command: the one replica on this etcd holds the Lease of
+    the server-side lifecycles (its identity ends with its data dir)."""
+    out = kubectl.run("-n", "kube-system", "get", "lease", "racksmith-apiserver-lifecycle",
+                      "-o", "jsonpath={.spec.holderIdentity}").stdout
+    assert out.endswith(str(server_process.data_dir.resolve())), out
