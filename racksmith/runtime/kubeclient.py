@@ -19,10 +19,14 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import aiohttp
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import incluster_config, kube_config
 
 from racksmith.redact import register_secret
+
+READ_BUFSIZE = 2**21
+"""kubernetes_asyncio's read buffer (a watch event of a large object)."""
 
 
 async def api_client_from_kubeconfig(
@@ -54,7 +58,13 @@ def resolve_proxy_once(client: ApiClient) -> None:
         if proxy and not urllib.request.proxy_bypass(url.hostname or ""):
             conf.proxy = proxy
             rest.proxy = proxy
-    rest.pool_manager._trust_env = False  # aiohttp has no public setter
+    # aiohttp sets trust_env once, at the session's making: a session of our
+    # own takes the same connector (its TLS context and pool) over.
+    made = rest.pool_manager
+    if made.trust_env:
+        rest.pool_manager = aiohttp.ClientSession(connector=made.connector, trust_env=False,
+                                                  read_bufsize=READ_BUFSIZE)
+        made.detach()
 
 
 def _register_credentials(client: ApiClient) -> None:
