@@ -52,11 +52,11 @@ def start_server(data_dir: Path, *, command: str = "up", extra: list[str] | None
     if kubeconfig.exists():
         kubeconfig.unlink()
     log_path = data_dir / f"server-{int(time.time() * 1000)}.log"
-    out = log_path.open("wb")
     args = [sys.executable, "-m", "racksmith.cli.main", command, "--data-dir", str(data_dir),
             "--port", "0", *(extra or [])]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    with log_path.open("wb") as out:  # the child keeps its own descriptor
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
