@@ -52,6 +52,7 @@ __all__ = [
     "SECRETS",
     "SecretRegistry",
     "is_sensitive_key",
+    "mask_values",
     "redact_text",
     "redact_value",
     "register_secret",
@@ -223,6 +224,24 @@ def redact_text(text: str, registry: SecretRegistry | None = None) -> str:
     text = _KEY_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
     if _SECRET_KIND.search(text):
         text = _SECRET_DATA.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+def mask_values(text: str, values: Iterable[str], mask: str = "******") -> str:
+    """``text`` with each of ``values`` (the secrets one message may echo: a
+    host's BMC password) replaced by ``mask``. A value of at least
+    :data:`MIN_SECRET_LENGTH` characters is replaced wherever it occurs; a
+    shorter one only where it stands on its own — not inside a longer run of
+    letters and digits — since a password ``b`` or ``root`` would otherwise
+    garble every "boot" or "rootDeviceHints" of the message, while the way a
+    backend echoes a credential (``user:pass@``, ``password=pass``, quoted)
+    always sets it apart."""
+    for value in sorted((v for v in values if v), key=len, reverse=True):
+        if len(value) >= MIN_SECRET_LENGTH:
+            text = text.replace(value, mask)
+        elif value in text:
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])",
+                          lambda _m: mask, text)
     return text
 
 

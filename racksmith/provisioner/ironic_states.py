@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from racksmith.provisioner.base import ErrorKind, Result
+from racksmith.redact import mask_values
 
 
 class Phase(Enum):
@@ -180,8 +181,5 @@ def failure(node: dict[str, Any], *, kind: ErrorKind | None = None,
 
 
 def scrub(message: str, secrets: tuple[str, ...]) -> str:
-    """Mask every secret in ``message``."""
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "******")
-    return message
+    """Mask every secret in ``message`` (:func:`racksmith.redact.mask_values`)."""
+    return mask_values(message, secrets)

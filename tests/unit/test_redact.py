@@ -10,6 +10,7 @@ from racksmith.redact import (
     REDACTED,
     SecretRegistry,
     is_sensitive_key,
+    mask_values,
     redact_text,
     redact_value,
     truncate_text,
@@ -146,3 +147,27 @@ def test_a_fleet_of_known_values_is_scrubbed_in_one_pass() -> None:
     out = many.scrub(text)
     assert out == f"a {REDACTED} b {REDACTED}{REDACTED} c {values[7][:-1]} d"
     assert many.scrub("nothing here") == "nothing here"
+
+
+def test_mask_values_masks_a_long_secret_wherever_it_occurs() -> None:
+    assert mask_values(f"x{PASSWORD}y and '{PASSWORD}'", [PASSWORD]) == "x******y and '******'"
+
+
+def test_mask_values_masks_a_short_secret_only_where_it_stands_alone() -> None:
+    """A BMC password ``b`` or ``root`` must not garble the words of a
+    message (found with ``racksmith up``: "***oot MAC address ... ***elongs
+    to another Ironic node"), yet is masked wherever a backend echoes it."""
+    message = "boot MAC address 02:00:00:00:00:00 belongs to another Ironic node"
+    assert mask_values(message, ["b"]) == message
+    assert mask_values("rootDeviceHints: no root disk", ["root"]) == \
+        "rootDeviceHints: no ****** disk"
+    for echoed, masked in (("login admin:b@bmc refused", "login admin:******@bmc refused"),
+                           ("password=b", "password=******"),
+                           ("rejected 'b'", "rejected '******'"),
+                           ("b", "******")):
+        assert mask_values(echoed, ["b"]) == masked
+
+
+def test_mask_values_takes_the_longest_value_first_and_skips_empty_ones() -> None:
+    assert mask_values("pass=abcd1234efgh", ["abcd1234", "abcd1234efgh", ""], "***") == \
+        "pass=***"

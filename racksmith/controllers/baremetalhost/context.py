@@ -16,6 +16,7 @@ from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.hostprofile import BareMetalHostProfileSpec
 from racksmith.kinds.metal import BareMetalHost, BareMetalHostStatus, ProvisioningState
 from racksmith.provisioner.base import BMCAccess, Result
+from racksmith.redact import mask_values
 
 
 @dataclass(frozen=True)
@@ -92,5 +93,5 @@ class HostContext:
         """``message`` without the BMC password, should a backend ever echo it."""
         bmc = self.credentials.bmc
         if bmc is not None and bmc.password:
-            message = message.replace(bmc.password, "***")
+            message = mask_values(message, (bmc.password,), "***")
         return message[:1000]
