@@ -45,6 +45,7 @@ from racksmith.runtime.kubeclient import api_client
 from racksmith.runtime.resources import CLUSTERS, HOSTS, MACHINES, PLANS, VOLUMES
 
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode="markdown",
                   help="Racksmith: Kubernetes on bare metal, driven by kubectl.")
 console = Console(stderr=True)
 
@@ -471,7 +472,8 @@ def agent(
     raise typer.Exit(code)
 
 
-volume_app = typer.Typer(no_args_is_help=True, help="Volume commands that apply the storage "
+volume_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
+                         help="Volume commands that apply the storage "
                          "design's deletion rules.")
 app.add_typer(volume_app, name="volume")
 
@@ -491,7 +493,8 @@ def volume_delete(
     raise typer.Exit(code)
 
 
-user_app = typer.Typer(no_args_is_help=True, help="People who use the API server: a token "
+user_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
+                       help="People who use the API server: a token "
                        "and a kubeconfig per user, with a role (docs/access.md).")
 app.add_typer(user_app, name="user")
 
@@ -553,7 +556,8 @@ def user_list(data_dir: Path = typer.Option(None, help="State directory.")) -> N
         print(f"{account.name:{width}}  {account.role}")
 
 
-backup_app = typer.Typer(no_args_is_help=True, help="Backups of the control plane: the API "
+backup_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
+                         help="Backups of the control plane: the API "
                          "store, Ironic's database, the PKI and the tokens (docs/backup.md).")
 app.add_typer(backup_app, name="backup")
 
@@ -581,7 +585,7 @@ def _steps(label: str) -> Callable[[str], None]:
 def backup_create(
     data_dir: Path = typer.Option(None, help="State directory (default: racksmith up's)."),
     output: Path = typer.Option(None, help="The backup file (default: "
-                                "DATA/backups/racksmith-<time>.tar[.enc])."),
+                                "`DATA/backups/racksmith-<time>.tar[.enc]`)."),
     key_file: Path = typer.Option(None, help="Encrypt with this key (a file of at least "
                                   "32 bytes; keep it away from the backups)."),
 ) -> None:
@@ -657,7 +661,7 @@ def restore(
     key_file: Path = typer.Option(None, help="The key it was encrypted with."),
 ) -> None:
     """Restore a backup into a data dir: verified first, swapped in atomically, the
-    previous data kept as DATA.pre-restore-<time>."""
+    previous data kept as `DATA.pre-restore-<time>`."""
     from racksmith.backup.archive import BackupError, restore_backup
     from racksmith.backup.crypto import CannotDecrypt
 
@@ -783,7 +787,7 @@ def status(
 @app.command("support-dump")
 def support_dump_command(
     output: Path = typer.Option(None, help="The tarball (default: "
-                                "racksmith-support-<time>.tar.gz here)."),
+                                "`racksmith-support-<time>.tar.gz` here)."),
     data_dir: Path = typer.Option(None, help="State directory."),
     kubeconfig: Path = typer.Option(None, help="Kubeconfig (default DATA/kubeconfig)."),
 ) -> None:
