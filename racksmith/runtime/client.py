@@ -44,9 +44,11 @@ Identities
     shared informers, as kube-controller-manager's run under its own
     identity while each controller writes with its ServiceAccount's). With
     ``verify_cached_reads`` the Client then answers a read from them only
-    if its own identity may list and watch that resource there, asked once
-    per resource and namespace with a SelfSubjectAccessReview
-    (:class:`CacheAccess`); otherwise the read raises ``Forbidden``, as a
+    if its own identity may list and watch that resource there, asked with
+    SelfSubjectAccessReviews (:class:`CacheAccess`: across namespaces first,
+    which answers for every namespace, then the one namespace; once per
+    question, however many reads wait for the answer); otherwise the read
+    raises ``Forbidden``, as a
     read of its own would. A source's check runs when the source starts
     (with those of every resource indexed through the Client so far), so a
     controller whose ClusterRole lacks a rule never becomes ready.
@@ -57,6 +59,7 @@ module outside ``racksmith.runtime`` handles ``ApiException``.
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -137,6 +140,9 @@ class CacheAccess:
         self._client = client
         self._allowed: dict[tuple[Resource, str], bool] = {}
         """Answers that allowed (a refusal is not remembered)."""
+        self._asking: dict[tuple[Resource, str], asyncio.Future[bool]] = {}
+        """Questions on their way: a read that needs one waits for its answer
+        (at a controller's start every worker reads at once)."""
         self._noted: dict[tuple[Resource, str], None] = {}
 
     def note(self, resource: Resource, namespace: str | None) -> None:
@@ -156,16 +162,44 @@ class CacheAccess:
         in ``namespace`` (None: across namespaces)."""
         if self.known_allowed(resource, namespace):
             return
-        allowed = all([await self._review(resource, namespace or "", verb)
-                       for verb in ("list", "watch")])
-        if allowed:  # a refusal is asked again next time (a role may be fixed meanwhile)
-            self._allowed[(resource, namespace or "")] = True
-        else:
+        # Across namespaces first: a ClusterRole's answer covers every namespace.
+        allowed = await self._allows(resource, "")
+        if not allowed and namespace:
+            allowed = await self._allows(resource, namespace)
+        if not allowed:
             where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             raise Forbidden(403, "Forbidden", f"{resource} is forbidden: this identity cannot "
                             f'list and watch resource "{resource.plural}" in API group '
                             f'"{resource.group}" {where} (a read from the shared cache; '
                             "its ClusterRole needs the rule)")
+
+    async def _allows(self, resource: Resource, namespace: str) -> bool:
+        """May the identity list and watch ``resource`` in ``namespace`` ("":
+        across namespaces)? One question at a time per key, asked by a task of
+        its own that every read needing the answer waits for (a read that is
+        cancelled leaves it to the others); an allowing answer is kept, a
+        refusal asked again next time (a role may be fixed meanwhile)."""
+        key = (resource, namespace)
+        if self._allowed.get(key, False):
+            return True
+        asking = self._asking.get(key)
+        if asking is None:
+            asking = asyncio.ensure_future(self._ask(key))
+            self._asking[key] = asking
+            asking.add_done_callback(lambda t: self._asked(key, t))
+        return await asyncio.shield(asking)
+
+    async def _ask(self, key: tuple[Resource, str]) -> bool:
+        resource, namespace = key
+        for verb in ("list", "watch"):
+            if not await self._review(resource, namespace, verb):
+                return False
+        return True
+
+    def _asked(self, key: tuple[Resource, str], task: asyncio.Future[bool]) -> None:
+        self._asking.pop(key, None)
+        if not task.cancelled() and task.exception() is None and task.result():
+            self._allowed[key] = True
 
     async def _review(self, resource: Resource, namespace: str, verb: str) -> bool:
         body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
