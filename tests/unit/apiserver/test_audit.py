@@ -37,6 +37,30 @@ def test_only_writes_and_refusals_are_recorded() -> None:
     assert not AuditLog.wanted(Attributes(verb="post", resource_request=False, path="/x"), 200)
 
 
+def test_heartbeats_and_questions_are_recorded_only_when_refused() -> None:
+    """A Lease renewal, a Node's status heartbeat and an access or token
+    review change nothing: left out unless refused (1,000 agents' heartbeats
+    would push every person's action out of the trail in minutes)."""
+    renewal = Attributes(verb="update", resource="leases", api_group="coordination.k8s.io",
+                         namespace="kube-system", name="racksmith-controllers")
+    node_status = Attributes(verb="patch", resource="nodes", subresource="status", name="n1")
+    review = Attributes(verb="create", resource="selfsubjectaccessreviews",
+                        api_group="authorization.k8s.io")
+    token_review = Attributes(verb="create", resource="tokenreviews",
+                              api_group="authentication.k8s.io")
+    for attrs in (renewal, node_status, review, token_review):
+        assert not AuditLog.wanted(attrs, 200) and not AuditLog.wanted(attrs, 201), attrs
+        assert AuditLog.wanted(attrs, 403), attrs
+    # still changes: a Lease made or deleted, a Node's spec or labels, a token issued
+    assert AuditLog.wanted(Attributes(verb="create", resource="leases",
+                                      api_group="coordination.k8s.io"), 201)
+    assert AuditLog.wanted(Attributes(verb="delete", resource="leases",
+                                      api_group="coordination.k8s.io"), 200)
+    assert AuditLog.wanted(Attributes(verb="patch", resource="nodes", name="n1"), 200)
+    assert AuditLog.wanted(Attributes(verb="create", resource="serviceaccounts",
+                                      subresource="token", name="agent"), 201)
+
+
 def test_rotation_keeps_the_newest_files_and_the_reader_reads_them_in_order(
         tmp_path: Path) -> None:
     log = AuditLog(tmp_path, max_bytes=2000, keep=2)
