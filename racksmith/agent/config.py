@@ -92,7 +92,11 @@ class AgentTiming:
     backoff_base: float = 2.0
     backoff_cap: float = 120.0
     kubelet_status: float = 10.0
-    """Node status and Lease renewal period of the emulated kubelet."""
+    """The emulated kubelet's tick: it renews its Lease and posts the Node's
+    status if it changed."""
+    kubelet_report: float = 300.0
+    """An unchanged Node status is posted again this often (the kubelet's
+    nodeStatusReportFrequency: the Lease is the heartbeat)."""
     token_check: float = 3600.0
     """How often the agent looks whether its token is due for renewal."""
     lease_duration: int = 40

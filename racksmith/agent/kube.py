@@ -160,15 +160,16 @@ class AgentKube:
 
     async def renew_lease(
         self, node: str, node_uid: str | None, duration: int, now: datetime
-    ) -> None:
-        """Create or renew Lease ``kube-node-lease/<node>`` held by the node."""
+    ) -> bool:
+        """Create or renew Lease ``kube-node-lease/<node>`` held by the node;
+        False when it did not exist (made now)."""
         stamp = micro_time(now)
         try:
             await self.client.patch(
                 LEASES, LEASE_NAMESPACE, node,
                 {"spec": {"holderIdentity": node, "leaseDurationSeconds": duration,
                           "renewTime": stamp}})
-            return
+            return True
         except NotFound:
             pass
         metadata: dict[str, Any] = {"name": node, "namespace": LEASE_NAMESPACE}
@@ -187,6 +188,7 @@ class AgentKube:
             await self.client.create(LEASES, body)
         except AlreadyExists:
             pass  # created meanwhile: the next renewal patches it
+        return False
 
     # --- Volumes and StorageClasses -------------------------------------------------
 

@@ -3,10 +3,15 @@
 Owns, in emulated mode only and while ``<root>/etc/kubernetes/kubelet.conf``
 exists (contracts, "The agent"): creating Node ``nodeName`` when absent
 (labels ``kubernetes.io/{hostname,os,arch}``, ``spec.unschedulable: true``
-at creation only), posting its status every ``kubelet_status`` seconds
+at creation only), renewing Lease ``kube-node-lease/<node>`` every
+``kubelet_status`` seconds and, on the same tick, posting the Node's status
 through the status subresource (addresses, capacity/allocatable, nodeInfo,
-Ready True and Memory/Disk/PIDPressure False) and renewing Lease
-``kube-node-lease/<node>`` on the same tick. ``nodeInfo.bootID`` is the
+Ready True and Memory/Disk/PIDPressure False) when it changed or
+``kubelet_report`` seconds have passed since it was last posted — as the
+kubelet does since node leases (nodeStatusReportFrequency): the Lease is the
+heartbeat, so an idle fleet writes once per node and tick, not twice. A
+Lease found missing (the Node was deleted, and the Lease with it) makes the
+next tick look the Node up again. ``nodeInfo.bootID`` is the
 content of ``/proc/sys/kernel/random/boot_id`` read when the kubelet starts
 (the emulated OS boot writes a new uuid4 there at every boot; the node name
 when the file is missing).
@@ -160,6 +165,15 @@ def running_pod_status(pod: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     }
 
 
+def _without_heartbeats(status: Mapping[str, Any]) -> dict[str, Any]:
+    """``status`` without its conditions' ``lastHeartbeatTime`` (what tells
+    whether a status changed)."""
+    out = dict(status)
+    out["conditions"] = [{k: v for k, v in c.items() if k != "lastHeartbeatTime"}
+                         for c in status.get("conditions") or []]
+    return out
+
+
 class EmulatedKubelet:
     """Registers and keeps alive the Node of an emulated host (module docstring)."""
 
@@ -175,13 +189,18 @@ class EmulatedKubelet:
         self._started: datetime | None = None
         self._boot_id: str | None = None
         self._node_uid: str | None = None
+        self._posted: tuple[float, dict[str, Any]] | None = None
+        """When the Node's status was last posted, and what (heartbeat times left out)."""
+        self._leased = False
+        """The Lease was there (or made) at the last tick."""
         self._lock = asyncio.Lock()
 
     def is_configured(self) -> bool:
         return self.host.exists(kubeadm.KUBELET_CONF)
 
     async def sync(self) -> bool:
-        """One kubelet tick: register the Node if absent, post status, renew the Lease.
+        """One kubelet tick: register the Node if absent, post its status if
+        it changed or is due, renew the Lease.
 
         Returns False (doing nothing) while kubelet.conf does not exist.
         """
@@ -203,12 +222,32 @@ class EmulatedKubelet:
                     else:
                         node = await self.kube.get_node(self.node_name)
                 self._node_uid = ((node or {}).get("metadata") or {}).get("uid")
-            await self.kube.patch_node_status(self.node_name, status)
-            await self.kube.renew_lease(
+            await self._post_status(status)
+            had_lease = self._leased
+            renewed = await self.kube.renew_lease(
                 self.node_name, self._node_uid, self.timing.lease_duration, now
             )
+            self._leased = True
+            if had_lease and not renewed:
+                self.forget()  # the Lease was gone: was the Node deleted?
             await self.run_pods(now)
             return True
+
+    def forget(self) -> None:
+        """Look the Node up and post its status at the next tick."""
+        self._node_uid = None
+        self._posted = None
+        self._leased = False
+
+    async def _post_status(self, status: dict[str, Any]) -> None:
+        shape = _without_heartbeats(status)
+        at = self.clock.now()
+        posted = self._posted
+        if posted is not None and posted[1] == shape and \
+                at - posted[0] < self.timing.kubelet_report:
+            return
+        await self.kube.patch_node_status(self.node_name, status)
+        self._posted = (at, shape)
 
     async def run_pods(self, now: datetime) -> int:
         """Make every pod bound to the node that does not look running yet
@@ -268,7 +307,7 @@ class EmulatedKubelet:
                 raise
             except Exception as exc:  # the API may be away; the next tick retries
                 log.warning("kubelet sync failed", node=self.node_name, error=str(exc))
-                self._node_uid = None
+                self.forget()
             await wait_event(self.clock, stop, self.timing.kubelet_status)
 
     def _node(self, status: dict[str, Any]) -> dict[str, Any]:

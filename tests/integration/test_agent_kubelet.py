@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, CoreV1Api, CustomObjectsApi
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.agent import run_agent
 from racksmith.apiserver.server import ApiServer
@@ -156,3 +157,62 @@ async def test_a_pod_placed_later_runs_through_the_watch(api_server: ApiServer, 
     finally:
         stop.set()
         assert await asyncio.wait_for(agent, 10) == 0
+
+
+async def test_the_lease_is_the_heartbeat_and_status_is_posted_when_it_changes(
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
+    """As the kubelet since node leases: every tick renews the Lease, the
+    Node's status is written only when it changed (here: the hardware), and
+    a Node deleted under the agent is registered again."""
+    custom, core = CustomObjectsApi(client), CoreV1Api(client)
+    coordination = CoordinationV1Api(client)
+    await custom.create_namespaced_custom_object(
+        "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", lcm_machine(planned(), ns))
+    config = await write_config(api_server, client, root, ns)
+    stop = asyncio.Event()
+    timing = dataclasses.replace(TIMING, kubelet_report=3600.0)
+    agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
+                                          timing=timing, handle_signals=False))
+    try:
+        async with asyncio.timeout(TEST_SECONDS):
+            async def ready() -> bool:
+                obj = await get_lcm(custom, ns)
+                return (obj.get("status") or {}).get("phase") == "Ready"
+
+            await eventually(ready, "LCMMachine Ready")
+
+            async def renew_time() -> Any:
+                return (await coordination.read_namespaced_lease(
+                    NAME, "kube-node-lease")).spec.renew_time
+
+            node_version = (await core.read_node(NAME)).metadata.resource_version
+            first = await renew_time()
+            await eventually(lambda: _later(renew_time, first), "the Lease renewed")
+            await asyncio.sleep(timing.kubelet_status * 3)
+            assert (await core.read_node(NAME)).metadata.resource_version == node_version
+
+            (root / "etc/racksmith/hardware.json").write_text(
+                '{"cpus": 4, "memoryBytes": 1073741824}')
+
+            async def four_cpus() -> bool:
+                return (await core.read_node(NAME)).status.capacity["cpu"] == "4"
+
+            await eventually(four_cpus, "the changed capacity posted")
+            uid = (await core.read_node(NAME)).metadata.uid
+            await core.delete_node(NAME)
+
+            async def registered_again() -> bool:
+                try:
+                    node = await core.read_node(NAME)
+                except ApiException:
+                    return False
+                return node.metadata.uid != uid and node.status.capacity["cpu"] == "4"
+
+            await eventually(registered_again, "the deleted Node registered again")
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(agent, 10) == 0
+
+
+async def _later(read: Any, than: Any) -> bool:
+    return bool(await read() > than)
