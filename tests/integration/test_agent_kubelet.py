@@ -9,8 +9,10 @@ in a namespace of its own (``tests.harness``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, CoreV1Api, C
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.agent import run_agent
+from racksmith.agent.config import AgentTiming
 from racksmith.apiserver.server import ApiServer
 from racksmith.kinds.cluster import ClusterRelease
 from racksmith.planners.release import PlannedRelease
@@ -129,34 +132,19 @@ async def test_a_pod_placed_later_runs_through_the_watch(api_server: ApiServer, 
                                                         ns: str, root: Path) -> None:
     """With a status tick far beyond the test, only the kubelet's watch of its
     node's pods can make a pod created after the start look running."""
-    custom, core = CustomObjectsApi(client), CoreV1Api(client)
-    await custom.create_namespaced_custom_object(
-        "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", lcm_machine(planned(), ns))
-    config = await write_config(api_server, client, root, ns)
-    stop = asyncio.Event()
+    core = CoreV1Api(client)
     slow_tick = dataclasses.replace(TIMING, kubelet_status=3600.0)
-    agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
-                                          timing=slow_tick, handle_signals=False))
-    try:
-        async with asyncio.timeout(TEST_SECONDS):
-            async def ready() -> bool:
-                obj = await get_lcm(custom, ns)
-                return (obj.get("status") or {}).get("phase") == "Ready"
+    # Every item applied (the kubeadm join ticked the kubelet once): from
+    # now on nothing but the watch runs pods before the hour is over.
+    async with ready_agent(api_server, client, ns, root, slow_tick):
+        await core.create_namespaced_pod(ns, pod("late", NAME))
 
-            # Every item applied (the kubeadm join ticked the kubelet once): from
-            # now on nothing but the watch runs pods before the hour is over.
-            await eventually(ready, "LCMMachine Ready")
-            await core.create_namespaced_pod(ns, pod("late", NAME))
+        async def running() -> Any:
+            got = await core.read_namespaced_pod("late", ns)
+            return got if got.status is not None and got.status.phase == "Running" else None
 
-            async def running() -> Any:
-                got = await core.read_namespaced_pod("late", ns)
-                return got if got.status is not None and got.status.phase == "Running" else None
-
-            late = await eventually(running, "pod late Running")
-            assert conditions(late)["Ready"] == "True"
-    finally:
-        stop.set()
-        assert await asyncio.wait_for(agent, 10) == 0
+        late = await eventually(running, "pod late Running")
+        assert conditions(late)["Ready"] == "True"
 
 
 async def test_the_lease_is_the_heartbeat_and_status_is_posted_when_it_changes(
@@ -164,13 +152,49 @@ async def test_the_lease_is_the_heartbeat_and_status_is_posted_when_it_changes(
     """As the kubelet since node leases: every tick renews the Lease, the
     Node's status is written only when it changed (here: the hardware), and
     a Node deleted under the agent is registered again."""
-    custom, core = CustomObjectsApi(client), CoreV1Api(client)
-    coordination = CoordinationV1Api(client)
+    core, coordination = CoreV1Api(client), CoordinationV1Api(client)
+    timing = dataclasses.replace(TIMING, kubelet_report=3600.0)
+    async with ready_agent(api_server, client, ns, root, timing):
+        async def renew_time() -> Any:
+            return (await coordination.read_namespaced_lease(
+                NAME, "kube-node-lease")).spec.renew_time
+
+        node_version = (await core.read_node(NAME)).metadata.resource_version
+        first = await renew_time()
+        await eventually(lambda: _later(renew_time, first), "the Lease renewed")
+        await asyncio.sleep(timing.kubelet_status * 3)
+        assert (await core.read_node(NAME)).metadata.resource_version == node_version
+
+        (root / "etc/racksmith/hardware.json").write_text(
+            '{"cpus": 4, "memoryBytes": 1073741824}')
+
+        async def four_cpus() -> bool:
+            return (await core.read_node(NAME)).status.capacity["cpu"] == "4"
+
+        await eventually(four_cpus, "the changed capacity posted")
+        uid = (await core.read_node(NAME)).metadata.uid
+        await core.delete_node(NAME)
+
+        async def registered_again() -> bool:
+            try:
+                node = await core.read_node(NAME)
+            except ApiException:
+                return False
+            return node.metadata.uid != uid and node.status.capacity["cpu"] == "4"
+
+        await eventually(registered_again, "the deleted Node registered again")
+
+
+@contextlib.asynccontextmanager
+async def ready_agent(api_server: ApiServer, client: ApiClient, ns: str, root: Path,
+                      timing: AgentTiming) -> AsyncIterator[None]:
+    """The agent (emulated, ``timing``) of a plain LCMMachine, once the
+    machine is Ready; stopped (and its exit status checked) afterwards."""
+    custom = CustomObjectsApi(client)
     await custom.create_namespaced_custom_object(
         "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", lcm_machine(planned(), ns))
     config = await write_config(api_server, client, root, ns)
     stop = asyncio.Event()
-    timing = dataclasses.replace(TIMING, kubelet_report=3600.0)
     agent = asyncio.create_task(run_agent(config, root=root, emulated=True, stop=stop,
                                           timing=timing, handle_signals=False))
     try:
@@ -180,35 +204,7 @@ async def test_the_lease_is_the_heartbeat_and_status_is_posted_when_it_changes(
                 return (obj.get("status") or {}).get("phase") == "Ready"
 
             await eventually(ready, "LCMMachine Ready")
-
-            async def renew_time() -> Any:
-                return (await coordination.read_namespaced_lease(
-                    NAME, "kube-node-lease")).spec.renew_time
-
-            node_version = (await core.read_node(NAME)).metadata.resource_version
-            first = await renew_time()
-            await eventually(lambda: _later(renew_time, first), "the Lease renewed")
-            await asyncio.sleep(timing.kubelet_status * 3)
-            assert (await core.read_node(NAME)).metadata.resource_version == node_version
-
-            (root / "etc/racksmith/hardware.json").write_text(
-                '{"cpus": 4, "memoryBytes": 1073741824}')
-
-            async def four_cpus() -> bool:
-                return (await core.read_node(NAME)).status.capacity["cpu"] == "4"
-
-            await eventually(four_cpus, "the changed capacity posted")
-            uid = (await core.read_node(NAME)).metadata.uid
-            await core.delete_node(NAME)
-
-            async def registered_again() -> bool:
-                try:
-                    node = await core.read_node(NAME)
-                except ApiException:
-                    return False
-                return node.metadata.uid != uid and node.status.capacity["cpu"] == "4"
-
-            await eventually(registered_again, "the deleted Node registered again")
+            yield
     finally:
         stop.set()
         assert await asyncio.wait_for(agent, 10) == 0
