@@ -153,21 +153,30 @@ class Lifecycle:
             await self.elector.release()
 
     async def _campaign(self, elector: LeaderElector) -> None:
-        """Act while this replica holds the Lease; rescan on taking it."""
+        """Act while this replica holds the Lease; rescan on taking it (while
+        the Lease is renewed: a large store's rescan outlasts a renewal)."""
         while True:
             await elector.acquire()
             self.acting = True
             log.info("this replica runs the server-side lifecycles")
+            rescan = asyncio.create_task(self._rescan_once(), name="apiserver-lifecycle-rescan")
             try:
-                await self.rescan()
-            except StoreUnavailableError as exc:  # the periodic rescan tries again
-                log.warning("lifecycle rescan waits for the store: %s", exc)
-            except Exception:
-                log.exception("lifecycle rescan failed")
-            await elector.hold()
+                await elector.hold()
+            finally:
+                rescan.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await rescan
             self.acting = False
             self._drop_queued()
             log.warning("another replica runs the server-side lifecycles now")
+
+    async def _rescan_once(self) -> None:
+        try:
+            await self.rescan()
+        except StoreUnavailableError as exc:  # the periodic rescan tries again
+            log.warning("lifecycle rescan waits for the store: %s", exc)
+        except Exception:
+            log.exception("lifecycle rescan failed")
 
     def _drop_queued(self) -> None:
         while True:
@@ -178,14 +187,12 @@ class Lifecycle:
             self._queue.task_done()
 
     async def _periodic(self) -> None:
+        """The safety net of the write hooks; a replica that does not act has
+        nothing to find (it rescans when it takes the Lease)."""
         while True:
             await asyncio.sleep(RESYNC_SECONDS)
-            try:
-                await self.rescan()
-            except StoreUnavailableError as exc:
-                log.warning("lifecycle rescan waits for the store: %s", exc)
-            except Exception:
-                log.exception("lifecycle rescan failed")
+            if self.acting:
+                await self._rescan_once()
 
     async def wait_idle(self) -> None:
         """For tests: wait until queued work is done."""
