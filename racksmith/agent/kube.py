@@ -10,15 +10,19 @@ and StorageClasses (read). Nothing else in the package talks to the API; the
 client is built in ``main`` and passed in. The Client's error model
 (``NotFound``, ``AlreadyExists``...) is the only one it sees.
 
-Reads are live except two, answered from a cache as controllers' are: a
-Volume is read from the node's own Volume watch (the informer of
-``volume_source``, field selector ``spec.nodeName``) once it has listed
-— the object the event told of or newer, with the agent's own annotation
-patches offered to it so the next read sees them —, and a StorageClass
-from a StorageClass informer while ``storage_class_cache`` runs. Before
-a cache has listed, the read is live. (Measured: the live re-read of
-every Volume on every one of its events was ~5 GETs per volume, a third
-of the API server's requests in ``bench/volumes.py``.)
+Reads are live except three, answered from a cache as controllers' are:
+the LCMMachine from the agent's watch of it (the informer of
+``lcm_source``, field selector ``metadata.name``: the agent's loop polls
+it every few seconds, which was a live GET each time — 200 a second for
+1,000 idle hosts — and now wakes on its events), a Volume from the node's
+own Volume watch (the informer of ``volume_source``, field selector
+``spec.nodeName``), each once it has listed — the object the event told of
+or newer, with the agent's own patches offered to it so the next read sees
+them —, and a StorageClass from a StorageClass informer while
+``storage_class_cache`` runs. Before a cache has listed, the read is live.
+(Measured: the live re-read of every Volume on every one of its events was
+~5 GETs per volume, a third of the API server's requests in
+``bench/volumes.py``.)
 """
 
 from __future__ import annotations
@@ -101,15 +105,34 @@ class AgentKube:
         self.api_client = api_client
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self._volumes: SharedInformer | None = None
+        self._lcm: SharedInformer | None = None
 
     # --- LCMMachine -------------------------------------------------------------------
 
+    def lcm_source(self, namespace: str, name: str, clock: Clock) -> KubeSource:
+        """List+watch of LCMMachine ``namespace/name`` alone (field selector
+        ``metadata.name``, all a host identity may watch); its informer
+        answers ``get_lcm_machine`` once it has listed."""
+        source = KubeSource(self.api_client, LCMMACHINES, namespace=namespace,
+                            field_selector=f"metadata.name={name}", clock=clock)
+        self._lcm = source.informer
+        return source
+
     async def get_lcm_machine(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The LCMMachine (a copy) from the agent's watch of it once it has
+        listed (None: gone); live before."""
+        informer = self._lcm
+        if informer is not None and informer.has_synced:
+            found = informer.get(ObjectKey(namespace, name))
+            return copy.deepcopy(found) if found is not None else None
         return await self.client.get(LCMMACHINES, namespace, name, live=True)
 
     async def patch_lcm_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge-patch ``status`` into the LCMMachine's status subresource."""
-        await self.client.patch(LCMMACHINES, namespace, name, {"status": status}, status=True)
+        out = await self.client.patch(LCMMACHINES, namespace, name, {"status": status},
+                                      status=True)
+        if self._lcm is not None:
+            self._lcm.offer(out)  # the next read sees it before its watch event
 
     # --- Node -------------------------------------------------------------------------
 

@@ -15,7 +15,11 @@ re-verified every ``reverify`` seconds; the heartbeat is written every
 ``heartbeat`` seconds even when idle.
 
 Level-based: every pass re-reads the LCMMachine and re-checks every item
-(an up-to-date item changes nothing). Called by ``main``.
+(an up-to-date item changes nothing). The loop looks at the LCMMachine every
+``poll`` seconds and at once when its watch tells of a change; the reads
+come from that watch's cache (``kube.AgentKube.get_lcm_machine``), so an
+idle agent asks the API server nothing between its heartbeats. Called by
+``main``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from racksmith.clock import Clock, wait_event
 from racksmith.kinds.cluster import StateItem
 from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, StateItemState, StateItemStatus
 from racksmith.planners.release import item_hash
+from racksmith.runtime.source import Source
 
 __all__ = ["LCMApi", "Outcome", "PassResult", "ReconcileLoop", "item_phase"]
 
@@ -221,12 +226,35 @@ class ReconcileLoop:
         delay = min(self.timing.backoff_cap, self.timing.backoff_base * 2.0 ** min(attempt, 30))
         return float(delay * self.jitter())
 
-    async def run(self, stop: asyncio.Event) -> None:
-        """Pass, wait, repeat until ``stop`` is set (see the module docstring)."""
+    async def run(self, stop: asyncio.Event, changes: Source | None = None) -> None:
+        """Pass, wait, repeat until ``stop`` is set (see the module docstring).
+        ``changes`` (the watch of the LCMMachine) ends a wait at once."""
+        wake = asyncio.Event()
+
+        async def feed(source: Source) -> None:
+            async for _key in source.keys():
+                wake.set()
+
+        async def relay_stop() -> None:
+            await stop.wait()
+            wake.set()
+
+        helpers = [asyncio.create_task(relay_stop(), name="racksmith-agent-loop-stop")]
+        if changes is not None:
+            helpers.append(asyncio.create_task(feed(changes), name="racksmith-agent-lcm-watch"))
+        try:
+            await self._run(stop, wake)
+        finally:
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def _run(self, stop: asyncio.Event, wake: asyncio.Event) -> None:
         next_pass = self.clock.now()
         applied_generation: int | None = None
         attempt = 0
         while not stop.is_set():
+            wake.clear()
             try:
                 obj = await self.api.get_lcm_machine(self.namespace, self.name)
                 generation = ((obj or {}).get("metadata") or {}).get("generation")
@@ -247,7 +275,7 @@ class ReconcileLoop:
                 raise
             except Exception as exc:  # API unreachable or refusing; the next poll retries
                 self.log.warning("agent pass failed", error=f"{type(exc).__name__}: {exc}")
-            await wait_event(self.clock, stop, self.timing.poll)
+            await wait_event(self.clock, wake, self.timing.poll)
 
     def _heartbeat_due(self) -> bool:
         return (self._last_report is None

@@ -107,7 +107,8 @@ async def run_agent(
                 storage = StorageLoop(kube, StorageContext.for_host(host, runner), config.node_name,
                                       clock, kube.volume_source(config.node_name, clock), timing)
                 renewer = TokenRenewer(client, config_path, config.token, clock, timing.token_check)
-                tasks = [asyncio.create_task(loop.run(stop), name="racksmith-agent-loop"),
+                changes = kube.lcm_source(config.namespace, config.lcm_machine, clock)
+                tasks = [asyncio.create_task(loop.run(stop, changes), name="racksmith-agent-loop"),
                          asyncio.create_task(storage.run(stop), name="racksmith-agent-storage"),
                          asyncio.create_task(renewer.run(stop), name="racksmith-agent-token")]
                 if kubelet is not None:

@@ -212,3 +212,24 @@ async def ready_agent(api_server: ApiServer, client: ApiClient, ns: str, root: P
 
 async def _later(read: Any, than: Any) -> bool:
     return bool(await read() > than)
+
+
+async def test_the_agent_follows_its_lcmmachine_through_a_watch(
+        api_server: ApiServer, client: ApiClient, ns: str, root: Path) -> None:
+    """With a poll far beyond the test, only the agent's watch of its
+    LCMMachine can start the pass a new generation asks for (the loop reads
+    the machine from that watch's cache, not with a GET per poll)."""
+    custom = CustomObjectsApi(client)
+    slow_poll = dataclasses.replace(TIMING, poll=3600.0)
+    async with ready_agent(api_server, client, ns, root, slow_poll):
+        changed = await custom.patch_namespaced_custom_object(
+            "lcm.racksmith.io", "v1alpha1", ns, "lcmmachines", NAME,
+            {"spec": {"clusterName": "demo-renamed"}},
+            _content_type="application/merge-patch+json")
+        generation = changed["metadata"]["generation"]
+
+        async def observed() -> bool:
+            status = (await get_lcm(custom, ns)).get("status") or {}
+            return bool(status.get("observedGeneration") == generation)
+
+        await eventually(observed, "the new generation observed without a poll")
