@@ -10,7 +10,9 @@ and StorageClasses (read). Nothing else in the package talks to the API; the
 client is built in ``main`` and passed in. The Client's error model
 (``NotFound``, ``AlreadyExists``...) is the only one it sees.
 
-Reads are live except three, answered from a cache as controllers' are:
+Reads are live except four, answered from a cache as controllers' are:
+the pods of the node from the emulated kubelet's watch of them (the
+informer of ``pod_source``; the kubelet's tick listed them live),
 the LCMMachine from the agent's watch of it (the informer of
 ``lcm_source``, field selector ``metadata.name``: the agent's loop polls
 it every few seconds, which was a live GET each time — 200 a second for
@@ -106,6 +108,7 @@ class AgentKube:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self._volumes: SharedInformer | None = None
         self._lcm: SharedInformer | None = None
+        self._pods: SharedInformer | None = None
 
     # --- LCMMachine -------------------------------------------------------------------
 
@@ -161,22 +164,33 @@ class AgentKube:
     # --- Pods -------------------------------------------------------------------------
 
     async def node_pods(self, node: str) -> list[dict[str, Any]]:
-        """Every pod bound to ``node`` (field selector ``spec.nodeName``), all namespaces."""
+        """Every pod bound to ``node`` (field selector ``spec.nodeName``), all
+        namespaces: copies from the node's pod watch once it has listed, live
+        before."""
+        informer = self._pods
+        if informer is not None and informer.has_synced:
+            return [copy.deepcopy(p) for p in informer.list()]
         return await self.client.list(PODS, fields={"spec.nodeName": node}, live=True)
 
     def pod_source(self, node: str, clock: Clock) -> KubeSource:
-        """List+watch of the pods bound to ``node`` (field selector ``spec.nodeName``)."""
-        return KubeSource(self.api_client, PODS, field_selector=f"spec.nodeName={node}",
-                          clock=clock)
+        """List+watch of the pods bound to ``node`` (field selector
+        ``spec.nodeName``); its informer answers ``node_pods`` once it has listed."""
+        source = KubeSource(self.api_client, PODS, field_selector=f"spec.nodeName={node}",
+                            clock=clock)
+        self._pods = source.informer
+        return source
 
     async def patch_pod_status(self, namespace: str, name: str,
                                status: dict[str, Any]) -> bool:
         """Merge-patch ``status`` into the pod's status subresource; False when
         the pod is gone (404)."""
         try:
-            await self.client.patch(PODS, namespace, name, {"status": status}, status=True)
+            out = await self.client.patch(PODS, namespace, name, {"status": status},
+                                          status=True)
         except NotFound:
             return False
+        if self._pods is not None:
+            self._pods.offer(out)  # the next read sees it before its watch event
         return True
 
     # --- Lease ------------------------------------------------------------------------
