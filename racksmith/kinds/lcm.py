@@ -10,8 +10,9 @@ requests of the same group live in ``maintenance``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -125,6 +126,16 @@ class LCMMachine(Resource):
 
     spec: LCMMachineSpec = Field(description="What to apply.")
     status: LCMMachineStatus | None = Field(default=None, description="Agent report.")
+
+
+def lcm_change(obj: Mapping[str, Any]) -> Any:
+    """What of a raw LCMMachine tells a change: its spec, generation and
+    status without the agent's ``heartbeat`` (written every ``heartbeat``
+    seconds by an idle agent), for ``racksmith.runtime.keys.on_change``."""
+    status = dict(obj.get("status") or {})
+    status.pop("heartbeat", None)
+    return (obj.get("spec"), (obj.get("metadata") or {}).get("generation"),
+            repr(sorted(status.items())))
 
 
 # --- ClusterUpdatePlan ---------------------------------------------------------

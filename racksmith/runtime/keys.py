@@ -69,3 +69,26 @@ def owner_keys(kind: str, group: str | None = None, *, controller_only: bool = F
 
 def _group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
+
+
+def on_change(digest: Callable[[Mapping[str, Any]], Any], mapper: Mapper) -> Mapper:
+    """Mapper wrapper (controller-runtime's predicates): drop events whose
+    ``digest`` did not change since the last event of the same object — the
+    kubelet's and the agents' periodic heartbeats, which would otherwise
+    reconcile every object they concern several times a minute on a large
+    fleet. Deletions always pass. A missed change costs at most the
+    controller's periodic requeue."""
+    seen: dict[ObjectKey, Any] = {}
+
+    def mapped(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        key = key_of(obj)
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            seen.pop(key, None)
+            return list(mapper(obj))
+        value = digest(obj)
+        if key in seen and seen[key] == value:
+            return []
+        seen[key] = value
+        return list(mapper(obj))
+
+    return mapped

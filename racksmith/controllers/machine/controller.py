@@ -49,14 +49,14 @@ from racksmith.controllers.machine.userdata import (
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
 from racksmith.kinds.ipam import IpamHost
-from racksmith.kinds.lcm import LCMMachine
+from racksmith.kinds.lcm import LCMMachine, lcm_change
 from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.runtime.access import EVENTS, reads, tokens_for, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
-from racksmith.runtime.keys import ObjectKey, owner_keys
+from racksmith.runtime.keys import ObjectKey, on_change, owner_keys
 from racksmith.runtime.resources import (
     CLUSTERS,
     HOSTS,
@@ -259,7 +259,8 @@ def machine_controller(
         client.source(MACHINES, namespace=namespace),
         client.source(HOSTS, namespace=namespace, mapper=keys.host_keys),
         client.source(IPAMHOSTS, namespace=namespace, mapper=owned),
-        client.source(LCMMACHINES, namespace=namespace, mapper=owned),
+        # the agents' heartbeats would reconcile every Machine every 20 s
+        client.source(LCMMACHINES, namespace=namespace, mapper=on_change(lcm_change, owned)),
         client.source(NODES, mapper=keys.node_keys),
         client.source(CLUSTERS, namespace=namespace, mapper=keys.cluster_keys),
         client.source(RELEASES, mapper=keys.release_keys),

@@ -93,6 +93,7 @@ from racksmith.kinds.lcm import (
     PlanPhase,
     UpdateGroup,
     UpdateGroupSpec,
+    lcm_change,
 )
 from racksmith.kinds.maintenance import LockState, MaintenanceScope
 from racksmith.planners.update import GroupPolicy, Schedule, plan_update
@@ -101,7 +102,7 @@ from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder, object_ref
-from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.keys import ObjectKey, key_of, on_change
 from racksmith.runtime.resources import (
     AUTOPAUSES,
     BACKUPS,
@@ -210,34 +211,7 @@ def _no_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
     return []
 
 
-def _lcm_digest(obj: Mapping[str, Any]) -> Any:
-    """What of an LCMMachine the update reads: everything but the agent's heartbeat."""
-    status = dict(obj.get("status") or {})
-    status.pop("heartbeat", None)
-    return (obj.get("spec"), (obj.get("metadata") or {}).get("generation"),
-            repr(sorted(status.items())))
 
-
-def on_change(digest: Any, mapper: Any) -> Any:
-    """Mapper wrapper: drop events whose ``digest`` did not change since the
-    last event of the same object — the kubelet's and the agent's periodic
-    heartbeats, which would otherwise reconcile the whole cluster several
-    times a second on a large fleet. Deletions always pass. A missed change
-    costs at most the active plan's periodic requeue."""
-    seen: dict[ObjectKey, Any] = {}
-
-    def mapped(obj: Mapping[str, Any]) -> list[ObjectKey]:
-        key = key_of(obj)
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            seen.pop(key, None)
-            return list(mapper(obj))
-        value = digest(obj)
-        if key in seen and seen[key] == value:
-            return []
-        seen[key] = value
-        return list(mapper(obj))
-
-    return mapped
 
 
 # --- what one reconcile reads --------------------------------------------------------
@@ -728,7 +702,7 @@ def update_controller(
     sources = [
         source(CLUSTERS),
         source(MACHINES, spec_cluster_keys("clusterName")),
-        source(LCMMACHINES, on_change(_lcm_digest, spec_cluster_keys("clusterName"))),
+        source(LCMMACHINES, on_change(lcm_change, spec_cluster_keys("clusterName"))),
         source(PLANS, spec_cluster_keys("cluster")),
         source(UPDATE_GROUPS, index.of_namespace),
         source(AUTOPAUSES, index.of_namespace),
