@@ -64,6 +64,7 @@ from racksmith.kinds.metal import BareMetalHost, ChecksumType, Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.access import Access
+from racksmith.runtime.client import Client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.manager import Manager
 
@@ -284,8 +285,10 @@ class Racksmith:
                 await asyncio.sleep(0.05)
             if self._manager_task.done():
                 self._manager_task.result()
+            # over the controllers' shared informers (the process's identity)
+            progress_client = Client(manager_client, informers=self.identities.informers)
             self._progress_task = asyncio.create_task(
-                follow_clusters(manager_client, self.on_step), name="cluster-progress")
+                follow_clusters(progress_client, self.on_step), name="cluster-progress")
         self._started = True
         self.on_step("ready")
 
