@@ -106,6 +106,7 @@ bench: install-dev
 	$(BIN)/python bench/cluster.py
 	$(BIN)/python bench/volumes.py
 	$(BIN)/python bench/update.py
+	$(BIN)/python bench/idle.py --workers 24
 	$(BIN)/python bench/console.py
 
 clean:

@@ -33,6 +33,7 @@ from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.http.app import WATCHES_KEY, HttpConfig, build_app
 from racksmith.apiserver.leases import ServiceLeaseStore
 from racksmith.apiserver.lifecycle import Lifecycle
+from racksmith.apiserver.metrics import RequestMetrics
 from racksmith.apiserver.rbac.admission import RbacAdmission
 from racksmith.apiserver.rbac.authorizer import Authorizer, Subject
 from racksmith.apiserver.rbac.bootstrap import AUTOUPDATE, bootstrap_objects
@@ -126,6 +127,7 @@ class ApiServer:
         self.service = ResourceService(self.store)
         self.lifecycle = Lifecycle(self.service, self.registry,
                                    elector=self._lifecycle_elector())
+        self.request_metrics = RequestMetrics()
         self.authorizer = Authorizer()
         self._rbac_admission = RbacAdmission(self.authorizer)
         self.service.hooks.append(self._observe_rbac)
@@ -204,7 +206,7 @@ class ApiServer:
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
             max_watches=self.config.max_watches, authorizer=self.authorizer,
             audit=self.audit, sa_tokens=self.sa_tokens, sa_auth=self.sa_auth,
-            host_restriction=self.host_restriction))
+            host_restriction=self.host_restriction, request_metrics=self.request_metrics))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.

@@ -48,6 +48,7 @@ from racksmith.apiserver.http.request import (
     resolve,
 )
 from racksmith.apiserver.http.watch import RenderCache, WatchParams, is_websocket, serve_watch
+from racksmith.apiserver.metrics import RequestMetrics
 from racksmith.apiserver.objects import returns_deleted_object
 from racksmith.apiserver.openapi import OpenAPICache
 from racksmith.apiserver.pki import User
@@ -79,6 +80,8 @@ log = logging.getLogger("racksmith.apiserver")
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 USER_KEY = web.RequestKey("user", User)
 CREATED_KEY = web.RequestKey("created", str)
+ATTRS_KEY = web.RequestKey("attrs", Attributes)
+"""The request's RBAC attributes, once the authorization made them."""
 """The name of the object a create made (for its audit line)."""
 WATCHES_KEY: web.AppKey[Watches] = web.AppKey("watches")
 
@@ -105,6 +108,8 @@ class HttpConfig:
     HTTP layer only)."""
     audit: AuditLog | None = None
     """Where writes and refusals are recorded (None: nowhere)."""
+    request_metrics: RequestMetrics | None = None
+    """Counts every request for ``/metrics`` (None: not counted)."""
     sa_tokens: TokenIssuer | None = None
     """Signs and verifies ServiceAccount tokens (None: no TokenRequest API)."""
     sa_auth: ServiceAccountAuthenticator | None = None
@@ -204,8 +209,8 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
     async def audit_middleware(request: web.Request,
                                handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                                ) -> web.StreamResponse:
-        audit = config.audit
-        if audit is None:
+        audit, counted = config.audit, config.request_metrics
+        if audit is None and counted is None:
             return await handler(request)
         received = dt.datetime.now(dt.UTC)
         code = 500
@@ -220,13 +225,17 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
             code = 499  # the client went away before the answer (nginx's code)
             raise
         finally:
+            attrs = request.get(ATTRS_KEY) or \
+                request_attributes(request.method, request.path, request.query)
+            if counted is not None:
+                counted.observe(attrs, code)
             # Only writes and refusals are recorded: an allowed read costs nothing here.
-            if request.method not in ("GET", "HEAD") or code in (401, 403):
-                record(audit, request, code, received)
+            if audit is not None and (request.method not in ("GET", "HEAD")
+                                      or code in (401, 403)):
+                record(audit, request, code, received, attrs)
 
     def record(audit: AuditLog, request: web.Request, code: int,
-               received: dt.datetime) -> None:
-        attrs = request_attributes(request.method, request.path, request.query)
+               received: dt.datetime, attrs: Attributes) -> None:
         created = request.get(CREATED_KEY)
         if created and not attrs.name:
             attrs = dataclasses.replace(attrs, name=created)
@@ -300,6 +309,7 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                 subject = subject_of(user)
                 if not subject.privileged:
                     attrs = request_attributes(request.method, request.path, request.query)
+                    request[ATTRS_KEY] = attrs
                     restriction = config.host_restriction
                     if user.host is not None and restriction is not None and \
                             not await restriction.allows(user.host, attrs,
@@ -348,7 +358,9 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
         return web.Response(body=doc, content_type="application/json")
 
     async def metrics(_request: web.Request) -> web.Response:
-        body = config.metrics() if config.metrics else b""
+        body = config.request_metrics.exposition() if config.request_metrics else b""
+        if config.metrics:
+            body += config.metrics()
         return web.Response(body=body, content_type="text/plain", charset="utf-8")
 
     async def resource_api(request: web.Request) -> web.StreamResponse:
