@@ -143,6 +143,26 @@ def micro_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def lease_object(namespace: str, name: str, record: LeaseRecord) -> dict[str, Any]:
+    """The coordination.k8s.io/v1 Lease ``namespace/name`` holding ``record``
+    (its resourceVersion, when set, is the write's precondition): a plain
+    dict, not a client model, whose times are MicroTimes."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if record.resource_version:
+        metadata["resourceVersion"] = record.resource_version
+    spec: dict[str, Any] = {
+        "holderIdentity": record.holder_identity,
+        "leaseDurationSeconds": record.lease_duration_seconds,
+        "leaseTransitions": record.lease_transitions,
+    }
+    if record.acquire_time is not None:
+        spec["acquireTime"] = micro_time(record.acquire_time)
+    if record.renew_time is not None:
+        spec["renewTime"] = micro_time(record.renew_time)
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": metadata, "spec": spec}
+
+
 class LeaderElector:
     """Campaigns for, holds and releases one Lease for ``identity``."""
 

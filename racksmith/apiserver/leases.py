@@ -18,7 +18,7 @@ from typing import Any
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.registry import Registry, ResourceInfo
 from racksmith.apiserver.service import ResourceService, WriteOptions
-from racksmith.election import LeaseConflict, LeaseRecord, micro_time
+from racksmith.election import LeaseConflict, LeaseRecord, lease_object
 
 MANAGER = WriteOptions(field_manager="racksmith-apiserver")
 
@@ -65,18 +65,7 @@ class ServiceLeaseStore:
         return _record(res.obj)
 
     def _body(self, record: LeaseRecord) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if record.resource_version:
-            metadata["resourceVersion"] = record.resource_version
-        spec: dict[str, Any] = {"holderIdentity": record.holder_identity,
-                                "leaseDurationSeconds": record.lease_duration_seconds,
-                                "leaseTransitions": record.lease_transitions}
-        if record.acquire_time is not None:
-            spec["acquireTime"] = micro_time(record.acquire_time)
-        if record.renew_time is not None:
-            spec["renewTime"] = micro_time(record.renew_time)
-        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": metadata, "spec": spec}
+        return lease_object(self.namespace, self.name, record)
 
 
 def _time(value: Any) -> datetime | None:

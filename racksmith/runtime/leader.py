@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from racksmith.election import LeaseConflict, LeaseRecord, micro_time
+from racksmith.election import LeaseConflict, LeaseRecord, lease_object
 
 
 class KubeLeaseStore:
@@ -52,24 +52,7 @@ class KubeLeaseStore:
     def _body(self, record: LeaseRecord) -> Any:
         # A plain dict, not a V1Lease: the model would serialize times with
         # isoformat(), which a strict MicroTime parser rejects.
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
-        if record.resource_version:
-            metadata["resourceVersion"] = record.resource_version
-        spec: dict[str, Any] = {
-            "holderIdentity": record.holder_identity,
-            "leaseDurationSeconds": record.lease_duration_seconds,
-            "leaseTransitions": record.lease_transitions,
-        }
-        if record.acquire_time is not None:
-            spec["acquireTime"] = micro_time(record.acquire_time)
-        if record.renew_time is not None:
-            spec["renewTime"] = micro_time(record.renew_time)
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": spec,
-        }
+        return lease_object(self.namespace, self.name, record)
 
 
 def _from_lease(lease: Any) -> LeaseRecord:
