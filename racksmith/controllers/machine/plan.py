@@ -280,10 +280,13 @@ def _build(w: _Walk) -> Step:
         phase = m.status.phase if m.status else None
         if recorded is not None and phase not in (None, MachinePhase.PENDING):
             # Never claim a second host for a machine that got past Pending.
-            raise w.stop(Wait(None), ConditionSpec.false(
-                n.HOST_CLAIMED, n.HOST_GONE,
-                f"host {recorded.name} is gone or no longer names this machine"),
-                ready=n.HOST_GONE, phase=MachinePhase.FAILED)
+            # HostProvisioned says so too: what it said of the host before
+            # ("host h1 is deleting") would outlive the host.
+            gone = f"host {recorded.name} is gone or no longer names this machine"
+            raise w.stop(Wait(None),
+                         ConditionSpec.false(n.HOST_CLAIMED, n.HOST_GONE, gone),
+                         ConditionSpec.false(n.HOST_PROVISIONED, n.HOST_GONE, gone),
+                         ready=n.HOST_GONE, phase=MachinePhase.FAILED)
         free = candidates(o.hosts, m)
         if not free:
             message = (f"no available BareMetalHost in {ns} matches the host selector "

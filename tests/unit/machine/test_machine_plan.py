@@ -416,3 +416,17 @@ def test_a_missing_cluster_keeps_the_phase_so_no_second_host_is_claimed() -> Non
     assert back.phase is MachinePhase.FAILED
     # A machine that never got past Pending still waits as Pending.
     assert decide(b.observed(cluster=None)).phase is MachinePhase.PENDING
+
+
+def test_a_vanished_host_rewrites_host_provisioned_too() -> None:
+    """HostGone replaces what HostProvisioned said of the host while it lived
+    ("host h1 is deleting"), not only HostClaimed and Ready."""
+    step = decide(b.observed(b.machine(status={
+        "phase": "Deploying", "hostRef": {"name": "h1"}, "conditions": [
+            {"type": n.HOST_PROVISIONED, "status": "False", "reason": "Deleting",
+             "message": "host h1 is deleting"}]})))
+    by_type = {c.type: c for c in step.conditions}
+    for kind in (n.HOST_CLAIMED, n.HOST_PROVISIONED, n.READY):
+        assert by_type[kind].status is ConditionStatus.FALSE
+        assert by_type[kind].reason == n.HOST_GONE
+        assert "h1 is gone" in by_type[kind].message
