@@ -42,6 +42,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from racksmith.clock import Clock
+from racksmith.election import micro_time
 from racksmith.redact import register_secret
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.errors import AlreadyExists, NotFound
@@ -57,7 +58,7 @@ from racksmith.runtime.resources import (
 )
 from racksmith.runtime.source import KubeSource, Resource
 
-__all__ = ["LEASE_NAMESPACE", "AgentKube", "api_client", "micro_time", "rfc3339"]
+__all__ = ["LEASE_NAMESPACE", "AgentKube", "api_client", "rfc3339"]
 
 LEASE_NAMESPACE = "kube-node-lease"
 LEASES = Resource("coordination.k8s.io", "v1", "leases")
@@ -66,10 +67,6 @@ FIELD_MANAGER = "racksmith-agent"
 
 def rfc3339(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def micro_time(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def api_client(server: str, token: str, ca_data: str | None, scratch: Path) -> ApiClient:
@@ -99,6 +96,13 @@ def api_client(server: str, token: str, ca_data: str | None, scratch: Path) -> A
         os.unlink(ca_file)
 
 
+def _offer(informer: SharedInformer | None, written: dict[str, Any]) -> None:
+    """Hand our own write's answer to the watch's cache: the next read sees it
+    before its watch event does."""
+    if informer is not None:
+        informer.offer(written)
+
+
 class AgentKube:
     """The agent's API access (see the module docstring). Every method may be
     repeated. Patches are RFC 7386 merge patches."""
@@ -109,6 +113,15 @@ class AgentKube:
         self._volumes: SharedInformer | None = None
         self._lcm: SharedInformer | None = None
         self._pods: SharedInformer | None = None
+
+    async def _read(self, informer: SharedInformer | None, resource: Resource,
+                    namespace: str | None, name: str) -> dict[str, Any] | None:
+        """Object ``namespace/name`` (a copy) from ``informer`` once it has listed
+        (None: gone, or outside its selector); a live GET before."""
+        if informer is not None and informer.has_synced:
+            found = informer.get(ObjectKey(namespace or "", name))
+            return copy.deepcopy(found) if found is not None else None
+        return await self.client.get(resource, namespace, name, live=True)
 
     # --- LCMMachine -------------------------------------------------------------------
 
@@ -124,18 +137,12 @@ class AgentKube:
     async def get_lcm_machine(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The LCMMachine (a copy) from the agent's watch of it once it has
         listed (None: gone); live before."""
-        informer = self._lcm
-        if informer is not None and informer.has_synced:
-            found = informer.get(ObjectKey(namespace, name))
-            return copy.deepcopy(found) if found is not None else None
-        return await self.client.get(LCMMACHINES, namespace, name, live=True)
+        return await self._read(self._lcm, LCMMACHINES, namespace, name)
 
     async def patch_lcm_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """Merge-patch ``status`` into the LCMMachine's status subresource."""
-        out = await self.client.patch(LCMMACHINES, namespace, name, {"status": status},
-                                      status=True)
-        if self._lcm is not None:
-            self._lcm.offer(out)  # the next read sees it before its watch event
+        _offer(self._lcm, await self.client.patch(LCMMACHINES, namespace, name,
+                                                  {"status": status}, status=True))
 
     # --- Node -------------------------------------------------------------------------
 
@@ -189,8 +196,7 @@ class AgentKube:
                                           status=True)
         except NotFound:
             return False
-        if self._pods is not None:
-            self._pods.offer(out)  # the next read sees it before its watch event
+        _offer(self._pods, out)
         return True
 
     # --- Lease ------------------------------------------------------------------------
@@ -240,18 +246,12 @@ class AgentKube:
     async def get_volume(self, name: str) -> dict[str, Any] | None:
         """Volume ``name`` (a copy) from the node's Volume watch once it has
         listed (None: not a Volume of this node, or gone); live before."""
-        informer = self._volumes
-        if informer is not None and informer.has_synced:
-            found = informer.get(ObjectKey("", name))
-            return copy.deepcopy(found) if found is not None else None
-        return await self.client.get(VOLUMES, None, name, live=True)
+        return await self._read(self._volumes, VOLUMES, None, name)
 
     async def annotate_volume(self, name: str, annotations: dict[str, str]) -> None:
         """Merge-patch ``annotations`` into the Volume's metadata."""
-        out = await self.client.patch(VOLUMES, None, name,
-                                      {"metadata": {"annotations": annotations}})
-        if self._volumes is not None:
-            self._volumes.offer(out)  # the next read sees it before its watch event
+        _offer(self._volumes, await self.client.patch(
+            VOLUMES, None, name, {"metadata": {"annotations": annotations}}))
 
     @contextlib.asynccontextmanager
     async def storage_class_cache(self) -> AsyncIterator[None]:
