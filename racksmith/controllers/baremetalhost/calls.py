@@ -4,7 +4,9 @@ Owns the per-host call budget (at most N provisioner calls per host in any
 60 s of the injected clock, so no host can make the controller poll the
 backend tightly) and ``HostCalls``, the wrapper handlers call: each call
 spends budget (or raises ``BudgetExhausted`` with the wait), is counted in
-the metrics and binds the host's identity.
+the metrics and binds the host's identity. The reconciler asks
+``HostCalls.admit`` before the handler runs: a reconcile starts only when
+the calls it may make (``CALLS_PER_RECONCILE``) are left.
 """
 
 from __future__ import annotations
@@ -29,6 +31,13 @@ from racksmith.runtime.keys import ObjectKey
 
 T = TypeVar("T")
 WINDOW = 60.0
+CALLS_PER_RECONCILE = 4
+"""The most calls one reconcile makes (steady state: register, adopt, power
+state, power). A reconcile starts only when that many are left in the window
+(``CallBudget.admit``): one that started on the last call freed would spend it
+on its first call and stop at the second, again and again — measured, a
+provisioned host that had used its budget while deploying went on adopting
+every 1-2 s and never reached its power check or its 5-minute steady poll."""
 
 
 class BudgetExhausted(Exception):
@@ -57,6 +66,20 @@ class CallBudget:
             raise BudgetExhausted(max(0.001, calls[0] + WINDOW - now))
         calls.append(now)
 
+    def admit(self, key: ObjectKey, calls: int = CALLS_PER_RECONCILE) -> None:
+        """Let a reconcile of ``key`` start only when ``calls`` calls (at most
+        the whole budget) are left in the window; else raise
+        ``BudgetExhausted`` with the wait until they are. Spends nothing."""
+        now = self._clock.now()
+        made = self._calls.get(key)
+        if not made:
+            return
+        while made and made[0] <= now - WINDOW:
+            made.popleft()
+        short = min(calls, self.per_minute) - (self.per_minute - len(made))
+        if short > 0:
+            raise BudgetExhausted(max(0.001, made[short - 1] + WINDOW - now))
+
     def forget(self, key: ObjectKey) -> None:
         self._calls.pop(key, None)
 
@@ -79,6 +102,11 @@ class HostCalls:
         self._metrics = metrics
         self.made = 0
         """Calls that reached the backend in this reconcile."""
+
+    def admit(self) -> None:
+        """Before a reconcile's first call: raise ``BudgetExhausted`` unless
+        the host has the calls a whole reconcile may make (``CallBudget.admit``)."""
+        self._budget.admit(self._key)
 
     async def _call(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
         self._budget.spend(self._key)

@@ -171,6 +171,7 @@ class BareMetalHostReconciler:
         if held is not None:
             return RequeueAfter(held)
         try:
+            ctx.calls.admit()
             proposal = await decide(ctx)
         except BudgetExhausted as exc:
             log.info("provisioner call budget exhausted", retry_in=round(exc.retry_after, 3))

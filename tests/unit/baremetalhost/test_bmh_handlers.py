@@ -8,7 +8,11 @@ from typing import Any
 
 import pytest
 
-from racksmith.controllers.baremetalhost.calls import BudgetExhausted
+from racksmith.controllers.baremetalhost.calls import (
+    CALLS_PER_RECONCILE,
+    BudgetExhausted,
+    CallBudget,
+)
 from racksmith.controllers.baremetalhost.handlers import HANDLERS, decide
 from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
@@ -20,6 +24,7 @@ from racksmith.kinds.metal import ErrorType, OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.provisioner.base import BackendUnavailable, ErrorKind, Result
 from racksmith.runtime import FakeClock
+from racksmith.runtime.keys import ObjectKey
 from tests.unit.baremetalhost.doubles import (
     IMAGE,
     PASSWORD,
@@ -320,3 +325,55 @@ async def test_call_budget_bounds_calls_per_host() -> None:
     assert budget.per_minute == 2
     await clock.advance(60.0)
     await decide(ctx)
+
+
+async def test_a_spent_budget_never_livelocks_the_steady_state() -> None:
+    """A provisioned host that used its whole budget while deploying: each
+    reconcile (as the reconciler runs it: ``calls.admit()``, then ``decide``)
+    either makes every call it needs or none. Before admission, the slot freed
+    each time went to ``adopt`` and ``power_state`` ran out: the host adopted
+    every 1-2 s for ever and never reached its steady poll (seen on a site)."""
+    clock = FakeClock()
+    settings = BareMetalHostSettings(calls_per_minute=30)
+    provisioner = ScriptedProvisioner({"power_state": True})
+    ctx = make_ctx(S.PROVISIONED, provisioner, spec={**IMAGE_SPEC, "online": True},
+                   status={"poweredOn": True}, clock=clock, settings=settings)
+    for _ in range(30):  # the deploy's polls, spread over the last minute
+        ctx.calls._budget.spend(ctx.calls._key)
+        await clock.advance(2.0)
+    started = 0
+    while True:
+        try:
+            ctx.calls.admit()
+        except BudgetExhausted as exhausted:
+            await clock.advance(exhausted.retry_after)
+            continue
+        started += 1
+        proposal = await decide(ctx)
+        if proposal.steady:
+            break
+    assert started == 1
+    assert provisioner.ops() == ["adopt", "power_state"]
+
+
+async def test_admission_waits_until_a_whole_reconcile_fits() -> None:
+    clock = FakeClock()
+    budget = CallBudget(clock, per_minute=CALLS_PER_RECONCILE + 1)
+    key = ObjectKey("ns", "h")
+    budget.admit(key)  # nothing spent yet
+    budget.spend(key)
+    budget.admit(key)  # exactly one reconcile's calls left
+    await clock.advance(10.0)
+    budget.spend(key)
+    with pytest.raises(BudgetExhausted) as raised:
+        budget.admit(key)  # admission spends nothing: still short
+    assert raised.value.retry_after == pytest.approx(50.0)  # the first call leaves
+    await clock.advance(50.0)
+    budget.admit(key)
+    # A budget smaller than a reconcile admits when all of it is free.
+    small = CallBudget(clock, per_minute=2)
+    small.spend(key)
+    with pytest.raises(BudgetExhausted):
+        small.admit(key)
+    await clock.advance(60.0)
+    small.admit(key)
