@@ -100,7 +100,15 @@ async def manage_power(ctx: HostContext) -> Proposal:
     # seen on counts as off, so a host wanted off is not powered off blind.
     known = actual if actual is not None else bool(ctx.status.powered_on)
     if known is wanted:
-        return Proposal(powered_on=actual, clear_error=True, steady=True)
+        settled = Proposal(powered_on=actual, clear_error=True, steady=True)
+        if actual is not None and ctx.status.powered_on is (not actual):
+            # A power change that completed after its call returned (Ironic
+            # powers asynchronously; the reboot's power-on, typically) gets its
+            # event now, when the reading first shows it.
+            word = "on" if actual else "off"
+            settled.events.append(EventSpec("Normal", f"Power{word.capitalize()}",
+                                            f"host powered {word}"))
+        return settled
     result = await ctx.calls.power(wanted)
     if result.error:
         return failed(ctx, result, ErrorType.POWER_MANAGEMENT)

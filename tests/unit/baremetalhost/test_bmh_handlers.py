@@ -377,3 +377,19 @@ async def test_admission_waits_until_a_whole_reconcile_fits() -> None:
         small.admit(key)
     await clock.advance(60.0)
     small.admit(key)
+
+
+@pytest.mark.parametrize(("recorded", "reading", "event"), [
+    (False, True, "PowerOn"),   # the reboot's power-on, done after its call returned
+    (True, False, "PowerOff"),  # spec.online false, powered off asynchronously
+    (True, True, None),         # nothing changed
+    (None, True, None),         # a first reading is no news
+])
+async def test_a_power_change_seen_later_gets_its_event(
+        recorded: bool | None, reading: bool, event: str | None) -> None:
+    status = {} if recorded is None else {"poweredOn": recorded}
+    ctx = make_ctx(S.AVAILABLE, ScriptedProvisioner({"power_state": reading}),
+                   spec={"online": reading}, status=status)
+    proposal = await decide(ctx)
+    assert proposal.steady and proposal.powered_on is reading
+    assert [e.reason for e in proposal.events] == ([event] if event else [])
