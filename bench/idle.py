@@ -7,7 +7,14 @@ one emulated host each, waits until every Machine is Ready, lets the site
 settle, then reads the API server's ``apiserver_request_total``
 (``/metrics``) at the start and the end of a ``--seconds`` window and
 prints what the idle site asked of the API server: requests per second,
-per host and minute, and the busiest (verb, resource) rows.
+per host and minute, and the busiest (verb, resource) rows; and, from the
+controllers' own counters on the same ``/metrics``, the reconciles per
+controller and the provisioner calls (what the BareMetalHost controller asked
+of Ironic's side) in the window. An idle site should make next to no
+provisioner calls: each settled host looks again every 5 minutes.
+``--hardware redfish`` deploys through the emulated BMCs and Ironic's ramdisk
+agent (minutes, not seconds), the way a real host is deployed: a host's
+deploy-time polling then shows whether it settles afterwards.
 
 The reference, measured in the same run, is what a real node costs a
 kube-apiserver when nothing happens: its kubelet renews its node Lease every
@@ -18,7 +25,8 @@ and minute over that. Shown, not enforced: this is a benchmark, not a test.
 Only 127.0.0.1 is contacted; ``racksmith up`` is stopped by PID (SIGTERM,
 then SIGKILL) and the temporary directory removed.
 
-    .venv/bin/python bench/idle.py [--workers K] [--settle S] [--seconds W] [--json PATH]
+    .venv/bin/python bench/idle.py [--workers K] [--hardware fake|redfish] [--settle S]
+                                   [--seconds W] [--json PATH]
 """
 
 from __future__ import annotations
@@ -86,6 +94,19 @@ def requests_counted(server: Server) -> Counter[tuple[str, str, str]]:
     return out
 
 
+def controller_counts(server: Server) -> Counter[tuple[str, str]]:
+    """Reconciles by (controller, "reconciles") and provisioner calls by
+    ("provisioner", operation), from the controllers' counters."""
+    out: Counter[tuple[str, str]] = Counter()
+    for family in text_string_to_metric_families(get(server, "/metrics").decode()):
+        for s in family.samples:
+            if s.name == "racksmith_reconcile_total":
+                out[(s.labels["controller"], "reconciles")] += int(s.value)
+            elif s.name == "racksmith_baremetalhost_provisioner_calls_total":
+                out[("provisioner", s.labels["operation"])] += int(s.value)
+    return out
+
+
 def machines_ready(server: Server) -> tuple[int, int]:
     body = json.loads(get(server, "/apis/cluster.racksmith.io/v1alpha1/machines"))
     items = body.get("items") or []
@@ -97,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workers", type=int, default=0,
                    help="worker Machines beside the demo cluster's six (one host each)")
+    p.add_argument("--hardware", choices=("fake", "redfish"), default="fake",
+                   help="the emulated hosts' BMCs (racksmith up --hardware)")
     p.add_argument("--settle", type=float, default=30.0,
                    help="seconds between every Machine Ready and the window")
     p.add_argument("--seconds", type=float, default=60.0, help="the measured window")
@@ -105,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     hosts = DEMO_MACHINES + a.workers
     res: dict[str, Any] = {"benchmark": "racksmith idle site", "hosts": hosts,
+                           "hardware": a.hardware,
                            "date": dt.datetime.now(dt.UTC).isoformat(),
                            "machine": {"nproc": os.cpu_count(),
                                        "python": platform.python_version(),
@@ -114,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         applied = manifests(tmp / "manifests", a.workers)
         print(f"  starting racksmith up with {hosts} emulated hosts ...", flush=True)
         server = start_server(tmp / "data", command=("up",), extra=(
-            "--emulate-hosts", str(hosts), "--apply-emulated-hosts", "--hardware", "fake",
+            "--emulate-hosts", str(hosts), "--apply-emulated-hosts", "--hardware", a.hardware,
             "--apply", str(applied)))
         try:
             t0 = time.monotonic()
@@ -132,9 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(a.settle)
             before, start_cpu, start = requests_counted(server), server.cpu_seconds(), \
                 time.monotonic()
+            counts_before = controller_counts(server)
             time.sleep(a.seconds)
             after, cpu, window = requests_counted(server), \
                 server.cpu_seconds() - start_cpu, time.monotonic() - start
+            counts = controller_counts(server) - counts_before
         finally:
             server.stop()
     rows = (after - before)
@@ -147,7 +173,13 @@ def main(argv: list[str] | None = None) -> int:
                ratio_to_kubelet_leases=round(per_host_minute / KUBELET_LEASE_PER_MINUTE, 2),
                racksmith_up_cpu_percent=round(100 * cpu / window, 1),
                top=[{"verb": v, "resource": f"{r}/{s}" if s else r, "requests": n}
-                    for (v, r, s), n in rows.most_common(12)])
+                    for (v, r, s), n in rows.most_common(12)],
+               reconciles={c: n for (c, what), n in sorted(counts.items())
+                           if what == "reconciles"},
+               provisioner_calls={op: n for (c, op), n in sorted(counts.items())
+                                  if c == "provisioner"})
+    calls = sum(res["provisioner_calls"].values())
+    res["provisioner_calls_per_host_minute"] = round(calls / hosts / (window / 60.0), 2)
     res["machine"]["loadavg_end"] = os.getloadavg()
     print(f"An idle site of {hosts} Ready Machines ({os.cpu_count()} cores, Python "
           f"{platform.python_version()}); load average before/after "
@@ -161,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     print("  the busiest:")
     for row in res["top"]:
         print(f"    {row['requests']:>6}  {row['verb']:<7} {row['resource']}")
+    print(f"  {'provisioner calls in the window (per host and minute)':<60}{calls:>10} "
+          f"({res['provisioner_calls_per_host_minute']})")
+    for op, n in res["provisioner_calls"].items():
+        print(f"    {n:>6}  {op}")
+    print("  reconciles in the window, by controller:")
+    for controller, n in sorted(res["reconciles"].items(), key=lambda kv: -kv[1]):
+        if n:
+            print(f"    {n:>6}  {controller}")
     if a.json is not None:
         a.json.write_text(json.dumps(res, indent=2) + "\n")
         print(f"results written to {a.json}")
