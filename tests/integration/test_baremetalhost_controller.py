@@ -21,8 +21,13 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
+from prometheus_client import CollectorRegistry
 
-from racksmith.controllers.baremetalhost import FINALIZER, BareMetalHostSettings
+from racksmith.controllers.baremetalhost import (
+    FINALIZER,
+    BareMetalHostSettings,
+    baremetalhost_controller,
+)
 from racksmith.kinds.hostannotations import (
     DETACHED,
     INSPECT,
@@ -498,3 +503,26 @@ async def test_a_failed_deploy_is_undone_and_retried_until_it_succeeds(
     host = await cluster.read("h10")
     assert host is not None and "errorType" not in status_of(host)
     await cluster.has_events("h10", "Deprovisioning", "ProvisioningComplete")
+
+
+async def test_a_host_out_of_calls_is_put_off_and_counted(
+    cluster: Cluster, client: ApiClient
+) -> None:
+    """A registration that takes more polls than the host's calls a minute:
+    the host is put off (``racksmith_baremetalhost_throttled_total``), never
+    calls beyond its budget, and still shows its state."""
+    backend = fixture_provisioner(steps={"register": 50})
+    registry = CollectorRegistry()
+    settings = dataclasses.replace(BMH_SETTINGS, calls_per_minute=6)
+    controller = baremetalhost_controller(client, backend, settings=settings,
+                                          registry=registry, workers=1)
+    await cluster.secret("h-budget-bmc")
+    await cluster.host("h-budget")
+    async with managed(client, [controller], identity="bmh-budget-test"):
+        async def throttled() -> bool:
+            value = registry.get_sample_value("racksmith_baremetalhost_throttled_total")
+            return (value or 0.0) >= 1
+        await eventually(throttled, "the host put off once its calls are used")
+    assert sum(n for (node, _), n in backend.calls.items()
+               if node == cluster.key("h-budget")) <= 6
+    assert await cluster.state("h-budget") == "registering"

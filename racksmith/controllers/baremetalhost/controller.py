@@ -174,7 +174,10 @@ class BareMetalHostReconciler:
             ctx.calls.admit()
             proposal = await decide(ctx)
         except BudgetExhausted as exc:
-            log.info("provisioner call budget exhausted", retry_in=round(exc.retry_after, 3))
+            # Routine while a deploy is polled (every deploying host runs at
+            # the budget): counted, and logged only at debug level.
+            self.metrics.throttled.inc()
+            log.debug("provisioner call budget exhausted", retry_in=round(exc.retry_after, 3))
             return RequeueAfter(exc.retry_after)
         except BackendUnavailable as exc:
             proposal = self._unreachable(key, ctx, str(exc))

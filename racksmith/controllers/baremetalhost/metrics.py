@@ -1,7 +1,8 @@
 """Prometheus metrics of the BareMetalHost controller, on an explicit registry.
 
 Owns ``racksmith_baremetalhost_transitions_total{from_state,to_state}``,
-``racksmith_baremetalhost_provisioner_calls_total{operation,outcome}`` and
+``racksmith_baremetalhost_provisioner_calls_total{operation,outcome}``,
+``racksmith_baremetalhost_throttled_total`` and
 ``racksmith_baremetalhost_errors_total{error_type}``. Pass the manager's
 registry to have them on ``/metrics``.
 """
@@ -26,6 +27,12 @@ class BareMetalHostMetrics:
             "racksmith_baremetalhost_provisioner_calls_total",
             "Calls to the provisioner by operation and outcome.",
             ["operation", "outcome"],
+            registry=self.registry,
+        )
+        self.throttled = Counter(
+            "racksmith_baremetalhost_throttled_total",
+            "Reconciles put off because the host had used its provisioner calls "
+            "for the minute.",
             registry=self.registry,
         )
         self.errors = Counter(
