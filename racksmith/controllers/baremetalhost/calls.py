@@ -5,8 +5,8 @@ Owns the per-host call budget (at most N provisioner calls per host in any
 backend tightly) and ``HostCalls``, the wrapper handlers call: each call
 spends budget (or raises ``BudgetExhausted`` with the wait), is counted in
 the metrics and binds the host's identity. The reconciler asks
-``HostCalls.admit`` before the handler runs: a reconcile starts only when
-the calls it may make (``CALLS_PER_RECONCILE``) are left.
+``HostCalls.admit`` before the handler runs: after a reconcile that ran out
+part-way, the next starts only when the calls it needed are left.
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ from racksmith.runtime.keys import ObjectKey
 
 T = TypeVar("T")
 WINDOW = 60.0
-CALLS_PER_RECONCILE = 4
-"""The most calls one reconcile makes (steady state: register, adopt, power
-state, power). A reconcile starts only when that many are left in the window
-(``CallBudget.admit``): one that started on the last call freed would spend it
-on its first call and stop at the second, again and again — measured, a
-provisioned host that had used its budget while deploying went on adopting
-every 1-2 s and never reached its power check or its 5-minute steady poll."""
 
 
 class BudgetExhausted(Exception):
@@ -49,12 +42,14 @@ class BudgetExhausted(Exception):
 
 
 class CallBudget:
-    """A sliding 60 s window of call times per host."""
+    """A sliding 60 s window of call times per host, and what a host's last
+    reconcile found it needed (see ``admit``)."""
 
     def __init__(self, clock: Clock, per_minute: int) -> None:
         self._clock = clock
         self.per_minute = per_minute
         self._calls: dict[ObjectKey, deque[float]] = {}
+        self._needs: dict[ObjectKey, int] = {}
 
     def spend(self, key: ObjectKey) -> None:
         """Record one call of ``key`` or raise ``BudgetExhausted``."""
@@ -66,22 +61,37 @@ class CallBudget:
             raise BudgetExhausted(max(0.001, calls[0] + WINDOW - now))
         calls.append(now)
 
-    def admit(self, key: ObjectKey, calls: int = CALLS_PER_RECONCILE) -> None:
-        """Let a reconcile of ``key`` start only when ``calls`` calls (at most
-        the whole budget) are left in the window; else raise
-        ``BudgetExhausted`` with the wait until they are. Spends nothing."""
-        now = self._clock.now()
-        made = self._calls.get(key)
-        if not made:
+    def ran_out(self, key: ObjectKey, made: int) -> None:
+        """A reconcile of ``key`` ran out after ``made`` calls (``made`` > 0):
+        the next one is admitted only with ``made + 1`` calls left."""
+        if made > 0:
+            self._needs[key] = made + 1
+
+    def admit(self, key: ObjectKey) -> None:
+        """Let a reconcile of ``key`` start; raise ``BudgetExhausted`` with the
+        wait when the last one ran out part-way (``ran_out``) and the calls it
+        needed are not left yet. Spends nothing; a reconcile admitted uses up
+        the need. Without it the one call freed each time went to the
+        reconcile's first call and the second ran out, again and again:
+        measured, a provisioned host that had used its budget while deploying
+        went on adopting every 1-2 s and never reached its power check or its
+        5-minute steady poll. A reconcile that runs out on its first call
+        needs no admission (the call itself waits for one free)."""
+        need = self._needs.get(key)
+        if need is None:
             return
+        now = self._clock.now()
+        made = self._calls.setdefault(key, deque())
         while made and made[0] <= now - WINDOW:
             made.popleft()
-        short = min(calls, self.per_minute) - (self.per_minute - len(made))
+        short = min(need, self.per_minute) - (self.per_minute - len(made))
         if short > 0:
             raise BudgetExhausted(max(0.001, made[short - 1] + WINDOW - now))
+        del self._needs[key]
 
     def forget(self, key: ObjectKey) -> None:
         self._calls.pop(key, None)
+        self._needs.pop(key, None)
 
 
 class HostCalls:
@@ -104,12 +114,17 @@ class HostCalls:
         """Calls that reached the backend in this reconcile."""
 
     def admit(self) -> None:
-        """Before a reconcile's first call: raise ``BudgetExhausted`` unless
-        the host has the calls a whole reconcile may make (``CallBudget.admit``)."""
+        """Before a reconcile's first call: raise ``BudgetExhausted`` while the
+        calls the host's last, cut-short reconcile needed are not left
+        (``CallBudget.admit``)."""
         self._budget.admit(self._key)
 
     async def _call(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
-        self._budget.spend(self._key)
+        try:
+            self._budget.spend(self._key)
+        except BudgetExhausted:
+            self._budget.ran_out(self._key, self.made)
+            raise
         self.made += 1
         try:
             out = await call()

@@ -8,11 +8,7 @@ from typing import Any
 
 import pytest
 
-from racksmith.controllers.baremetalhost.calls import (
-    CALLS_PER_RECONCILE,
-    BudgetExhausted,
-    CallBudget,
-)
+from racksmith.controllers.baremetalhost.calls import BudgetExhausted, CallBudget
 from racksmith.controllers.baremetalhost.handlers import HANDLERS, decide
 from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
@@ -328,11 +324,13 @@ async def test_call_budget_bounds_calls_per_host() -> None:
 
 
 async def test_a_spent_budget_never_livelocks_the_steady_state() -> None:
-    """A provisioned host that used its whole budget while deploying: each
-    reconcile (as the reconciler runs it: ``calls.admit()``, then ``decide``)
-    either makes every call it needs or none. Before admission, the slot freed
-    each time went to ``adopt`` and ``power_state`` ran out: the host adopted
-    every 1-2 s for ever and never reached its steady poll (seen on a site)."""
+    """A provisioned host that used its whole budget while deploying, run as
+    the reconciler runs it (``calls.admit()``, then ``decide``; a
+    ``BudgetExhausted`` waits its ``retry_after``). Before admission the one
+    call freed each time went to ``adopt`` and ``power_state`` ran out: the
+    host adopted every 1-2 s for ever and never reached its steady poll
+    (seen on a site). Now one reconcile is cut short, the next waits until
+    both of its calls are free and settles."""
     clock = FakeClock()
     settings = BareMetalHostSettings(calls_per_minute=30)
     provisioner = ScriptedProvisioner({"power_state": True})
@@ -341,42 +339,47 @@ async def test_a_spent_budget_never_livelocks_the_steady_state() -> None:
     for _ in range(30):  # the deploy's polls, spread over the last minute
         ctx.calls._budget.spend(ctx.calls._key)
         await clock.advance(2.0)
-    started = 0
-    while True:
+    settled = False
+    for _ in range(100):  # bounded: the old behaviour never settles
+        ctx.calls.made = 0  # a new reconcile
         try:
             ctx.calls.admit()
+            settled = (await decide(ctx)).steady
         except BudgetExhausted as exhausted:
             await clock.advance(exhausted.retry_after)
             continue
-        started += 1
-        proposal = await decide(ctx)
-        if proposal.steady:
+        if settled:
             break
-    assert started == 1
-    assert provisioner.ops() == ["adopt", "power_state"]
+    assert settled
+    assert provisioner.ops() == ["adopt", "adopt", "power_state"]
 
 
-async def test_admission_waits_until_a_whole_reconcile_fits() -> None:
+async def test_admission_after_a_reconcile_cut_short() -> None:
     clock = FakeClock()
-    budget = CallBudget(clock, per_minute=CALLS_PER_RECONCILE + 1)
+    budget = CallBudget(clock, per_minute=4)
     key = ObjectKey("ns", "h")
-    budget.admit(key)  # nothing spent yet
-    budget.spend(key)
-    budget.admit(key)  # exactly one reconcile's calls left
-    await clock.advance(10.0)
-    budget.spend(key)
-    with pytest.raises(BudgetExhausted) as raised:
-        budget.admit(key)  # admission spends nothing: still short
-    assert raised.value.retry_after == pytest.approx(50.0)  # the first call leaves
-    await clock.advance(50.0)
+    budget.admit(key)  # nothing ran out: admitted
+    for _ in range(4):
+        budget.spend(key)
+        await clock.advance(10.0)
+    budget.admit(key)  # a reconcile that runs out on its first call needs none
+    budget.ran_out(key, 0)
     budget.admit(key)
-    # A budget smaller than a reconcile admits when all of it is free.
-    small = CallBudget(clock, per_minute=2)
-    small.spend(key)
-    with pytest.raises(BudgetExhausted):
-        small.admit(key)
-    await clock.advance(60.0)
-    small.admit(key)
+    # At 60 s the call of 0 s leaves; a reconcile spends its place, then runs out.
+    await clock.advance(20.0)
+    budget.spend(key)
+    budget.ran_out(key, 1)
+    with pytest.raises(BudgetExhausted) as raised:
+        budget.admit(key)  # needs 2 left: the calls of 10 s and 20 s must leave
+    assert raised.value.retry_after == pytest.approx(20.0)
+    await clock.advance(20.0)
+    budget.admit(key)  # admitted: the need is used up
+    budget.spend(key)
+    budget.spend(key)
+    budget.admit(key)  # no need recorded any more
+    budget.ran_out(key, 3)
+    budget.forget(key)  # a host gone forgets its need with its calls
+    budget.admit(key)
 
 
 @pytest.mark.parametrize(("recorded", "reading", "event"), [
