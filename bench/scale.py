@@ -66,11 +66,22 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def throttled(rs: Racksmith) -> int:
+    """Reconciles the BareMetalHost controller put off for a host's call budget
+    (``racksmith_baremetalhost_throttled_total``), both phases."""
+    text = rs.manager.metrics_text() if rs.manager is not None else b""
+    for line in text.decode().splitlines():
+        if line.startswith("racksmith_baremetalhost_throttled_total "):
+            return int(float(line.split()[1]))
+    return 0
+
+
 def console_hook(hosts: int, loads: int, skip: bool, tmp: Path) -> prov.AfterHook:
     """The console measurement after the provisioning phases, with the ``hosts``
     BareMetalHosts in place (the first screen and "all rows" wait for them)."""
     async def after(rs: Racksmith, out: Obj) -> None:
         out["peak_rss_mib"] = round(peak_rss_mib(), 1)
+        out["throttled_reconciles"] = throttled(rs)
         if skip:
             return
         assert rs.server is not None and rs.server.ca_pem is not None
@@ -148,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     Console(width=140).print(table)
     r = res["racksmith"]
     print(f"peak RSS of the Racksmith process: {r.get('peak_rss_mib', '-')} MiB")
+    print("reconciles put off for a host's provisioner call budget: "
+          f"{r.get('throttled_reconciles', '-')}")
     if "console" in r:
         c = r["console"]
         print(f"console hosts page, first screen: median {c['first_screen_ms_median']} ms, "
