@@ -395,7 +395,6 @@ class VirtualDatacenter:
                         },
                         "bootMACAddress": h.boot_mac,
                         "bootMode": "UEFI",
-                        "online": False,
                         "description": (
                             f"Emulated {h.inventory.system.manufacturer} "
                             f"{h.inventory.system.product} in {h.rack}"
