@@ -80,9 +80,9 @@ log = logging.getLogger("racksmith.apiserver")
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 USER_KEY = web.RequestKey("user", User)
 CREATED_KEY = web.RequestKey("created", str)
+"""The name of the object a create made (for its audit line)."""
 ATTRS_KEY = web.RequestKey("attrs", Attributes)
 """The request's RBAC attributes, once the authorization made them."""
-"""The name of the object a create made (for its audit line)."""
 WATCHES_KEY: web.AppKey[Watches] = web.AppKey("watches")
 
 

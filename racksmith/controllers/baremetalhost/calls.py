@@ -51,12 +51,17 @@ class CallBudget:
         self._calls: dict[ObjectKey, deque[float]] = {}
         self._needs: dict[ObjectKey, int] = {}
 
-    def spend(self, key: ObjectKey) -> None:
-        """Record one call of ``key`` or raise ``BudgetExhausted``."""
-        now = self._clock.now()
+    def _window(self, key: ObjectKey, now: float) -> deque[float]:
+        """``key``'s call times within the last ``WINDOW`` seconds before ``now``."""
         calls = self._calls.setdefault(key, deque())
         while calls and calls[0] <= now - WINDOW:
             calls.popleft()
+        return calls
+
+    def spend(self, key: ObjectKey) -> None:
+        """Record one call of ``key`` or raise ``BudgetExhausted``."""
+        now = self._clock.now()
+        calls = self._window(key, now)
         if len(calls) >= self.per_minute:
             raise BudgetExhausted(max(0.001, calls[0] + WINDOW - now))
         calls.append(now)
@@ -81,9 +86,7 @@ class CallBudget:
         if need is None:
             return
         now = self._clock.now()
-        made = self._calls.setdefault(key, deque())
-        while made and made[0] <= now - WINDOW:
-            made.popleft()
+        made = self._window(key, now)
         short = min(need, self.per_minute) - (self.per_minute - len(made))
         if short > 0:
             raise BudgetExhausted(max(0.001, made[short - 1] + WINDOW - now))

@@ -105,19 +105,18 @@ async def manage_power(ctx: HostContext) -> Proposal:
             # A power change that completed after its call returned (Ironic
             # powers asynchronously; the reboot's power-on, typically) gets its
             # event now, when the reading first shows it.
-            word = "on" if actual else "off"
-            settled.events.append(EventSpec("Normal", f"Power{word.capitalize()}",
-                                            f"host powered {word}"))
+            settled.events.append(_power_event(actual))
         return settled
     result = await ctx.calls.power(wanted)
     if result.error:
         return failed(ctx, result, ErrorType.POWER_MANAGEMENT)
     if not result.done:
         return waiting(ctx, result).merged(Proposal(powered_on=actual))
-    word = "on" if wanted else "off"
-    return Proposal(
-        powered_on=wanted,
-        clear_error=True,
-        steady=True,
-        events=[EventSpec("Normal", f"Power{word.capitalize()}", f"host powered {word}")],
-    )
+    return Proposal(powered_on=wanted, clear_error=True, steady=True,
+                    events=[_power_event(wanted)])
+
+
+def _power_event(on: bool) -> EventSpec:
+    """``PowerOn`` / ``PowerOff``: the host's power is seen or made so."""
+    word = "on" if on else "off"
+    return EventSpec("Normal", f"Power{word.capitalize()}", f"host powered {word}")

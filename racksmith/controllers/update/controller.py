@@ -211,9 +211,6 @@ def _no_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
     return []
 
 
-
-
-
 # --- what one reconcile reads --------------------------------------------------------
 
 
