@@ -81,30 +81,23 @@ def get(server: Server, path: str) -> bytes:
         return bytes(resp.read())
 
 
-def requests_counted(server: Server) -> Counter[tuple[str, str, str]]:
-    """apiserver_request_total by (verb, resource, subresource), codes summed."""
-    out: Counter[tuple[str, str, str]] = Counter()
+def counted(server: Server) -> tuple[Counter[tuple[str, str, str]], Counter[tuple[str, str]]]:
+    """From one read of ``/metrics``: apiserver_request_total by (verb,
+    resource, subresource), codes summed; and the controllers' reconciles by
+    (controller, "reconciles") and provisioner calls by ("provisioner",
+    operation)."""
+    requests: Counter[tuple[str, str, str]] = Counter()
+    controllers: Counter[tuple[str, str]] = Counter()
     for family in text_string_to_metric_families(get(server, "/metrics").decode()):
-        if family.name != "apiserver_request":
-            continue
         for s in family.samples:
             if s.name == "apiserver_request_total":
-                out[(s.labels["verb"], s.labels["resource"], s.labels["subresource"])] += \
-                    int(s.value)
-    return out
-
-
-def controller_counts(server: Server) -> Counter[tuple[str, str]]:
-    """Reconciles by (controller, "reconciles") and provisioner calls by
-    ("provisioner", operation), from the controllers' counters."""
-    out: Counter[tuple[str, str]] = Counter()
-    for family in text_string_to_metric_families(get(server, "/metrics").decode()):
-        for s in family.samples:
-            if s.name == "racksmith_reconcile_total":
-                out[(s.labels["controller"], "reconciles")] += int(s.value)
+                requests[(s.labels["verb"], s.labels["resource"],
+                          s.labels["subresource"])] += int(s.value)
+            elif s.name == "racksmith_reconcile_total":
+                controllers[(s.labels["controller"], "reconciles")] += int(s.value)
             elif s.name == "racksmith_baremetalhost_provisioner_calls_total":
-                out[("provisioner", s.labels["operation"])] += int(s.value)
-    return out
+                controllers[("provisioner", s.labels["operation"])] += int(s.value)
+    return requests, controllers
 
 
 def machines_ready(server: Server) -> tuple[int, int]:
@@ -154,13 +147,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  every Machine Ready after {res['seconds_to_ready']} s; settling "
                   f"{a.settle:.0f} s, then {a.seconds:.0f} s measured ...", flush=True)
             time.sleep(a.settle)
-            before, start_cpu, start = requests_counted(server), server.cpu_seconds(), \
-                time.monotonic()
-            counts_before = controller_counts(server)
+            (before, counts_before), start_cpu, start = counted(server), \
+                server.cpu_seconds(), time.monotonic()
             time.sleep(a.seconds)
-            after, cpu, window = requests_counted(server), \
+            (after, counts_after), cpu, window = counted(server), \
                 server.cpu_seconds() - start_cpu, time.monotonic() - start
-            counts = controller_counts(server) - counts_before
+            counts = counts_after - counts_before
         finally:
             server.stop()
     rows = (after - before)
