@@ -52,7 +52,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.clock import Clock, SystemClock
 from racksmith.runtime.errors import ApiError, error_from
-from racksmith.runtime.keys import Mapper, ObjectKey, key_of, self_keys
+from racksmith.runtime.keys import Mapper, ObjectKey, OnChange, key_of, self_keys
 from racksmith.runtime.queue import Backoff
 from racksmith.runtime.resource import Resource
 
@@ -548,10 +548,15 @@ class InformerSource:
 
         def handler(old: Obj | None, new: Obj | None) -> None:
             seen: dict[ObjectKey, None] = {}
-            for obj in (new, old):
+            if isinstance(mapper, OnChange):  # an update predicate: compares old and new
+                objects: Iterable[Mapping[str, Any] | None] = mapper.objects(old, new)
+                keys_of: Mapper = mapper.keys
+            else:
+                objects, keys_of = (new, old), mapper
+            for obj in objects:
                 if obj is not None:
                     try:
-                        for key in mapper(obj):
+                        for key in keys_of(obj):
                             seen.setdefault(key)
                     except Exception:  # mappers are pure and must not raise
                         continue

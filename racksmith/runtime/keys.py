@@ -71,24 +71,56 @@ def _group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
-def on_change(digest: Callable[[Mapping[str, Any]], Any], mapper: Mapper) -> Mapper:
-    """Mapper wrapper (controller-runtime's predicates): drop events whose
-    ``digest`` did not change since the last event of the same object — the
-    kubelet's and the agents' periodic heartbeats, which would otherwise
-    reconcile every object they concern several times a minute on a large
-    fleet. Deletions always pass. A missed change costs at most the
-    controller's periodic requeue."""
-    seen: dict[ObjectKey, Any] = {}
+class OnChange:
+    """A mapper wrapper (controller-runtime's update predicate): drop the
+    events whose ``digest`` did not change — the kubelet's and the agents'
+    periodic heartbeats, which would otherwise reconcile every object they
+    concern several times a minute on a large fleet. Deletions always pass. A
+    missed change costs at most the controller's periodic requeue.
 
-    def mapped(obj: Mapping[str, Any]) -> list[ObjectKey]:
+    An informer's source asks :meth:`objects` with the event's old and new
+    object and compares the two, keeping no state. Called as a plain
+    ``Mapper`` (one object at a time, by a source that has no old object), it
+    compares with the last digest it saw of that object; an object deleted
+    without a ``deletionTimestamp`` in its last event then keeps its entry.
+    """
+
+    def __init__(self, digest: Callable[[Mapping[str, Any]], Any], mapper: Mapper) -> None:
+        self._digest = digest
+        self._mapper = mapper
+        self._seen: dict[ObjectKey, Any] = {}
+
+    def __call__(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         key = key_of(obj)
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            seen.pop(key, None)
-            return list(mapper(obj))
-        value = digest(obj)
-        if key in seen and seen[key] == value:
+        if _deleting(obj):
+            self._seen.pop(key, None)
+            return list(self._mapper(obj))
+        value = self._digest(obj)
+        if key in self._seen and self._seen[key] == value:
             return []
-        seen[key] = value
-        return list(mapper(obj))
+        self._seen[key] = value
+        return list(self._mapper(obj))
 
-    return mapped
+    def objects(self, old: Mapping[str, Any] | None,
+                new: Mapping[str, Any] | None) -> tuple[Mapping[str, Any], ...]:
+        """The event's objects to map: none when an update changed nothing the
+        digest sees; both (new first) otherwise; the one there is on an add or
+        a delete."""
+        if old is not None and new is not None:
+            if not _deleting(new) and self._digest(old) == self._digest(new):
+                return ()
+            return (new, old)
+        return tuple(o for o in (new, old) if o is not None)
+
+    def keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """The wrapped mapper's keys of ``obj``, without the digest's filter."""
+        return list(self._mapper(obj))
+
+
+def _deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def on_change(digest: Callable[[Mapping[str, Any]], Any], mapper: Mapper) -> OnChange:
+    """``mapper`` behind the :class:`OnChange` filter of ``digest``."""
+    return OnChange(digest, mapper)

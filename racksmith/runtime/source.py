@@ -72,9 +72,6 @@ class KubeSource(InformerSource):
         super().__init__(informer, mapper)
 
 
-
-
-
 class StaticSource:
     """A source of fixed keys: yields each once and is synced (a controller's
     singleton work, e.g. a schedule that requeues itself)."""
@@ -95,4 +92,6 @@ class StaticSource:
         for key in self._keys:
             yield key
         self._synced = True
+
+
 __all__ = ["KubeSource", "Resource", "Source", "StaticSource"]
