@@ -750,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
             label = (f"raw etcd creates (txn create_revision==0, TLS gRPC, "
                      f"{args.etcd_members} members, C={sizes.concurrency})")
 
-            def reference(_name: str) -> float:
+            def reference(name: str) -> float:  # one signature with the SQLite variant
                 return raw_etcd_creates(etcd, sizes.creates, sizes.concurrency)
         else:
             label = "raw SQLite inserts (WAL, sync=FULL, 1 commit each)"

@@ -60,18 +60,21 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
 from apiserver import Server, server_log_problems, start_server
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ViewportSize
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 KUBECTL = "/usr/lib/google-cloud-sdk/bin/kubectl.1.33"
-VIEWPORT = {"width": 1440, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1440, "height": 900}
 BUDGET_S = 2.0
 FIRST_SCREEN_ROWS = 15
 PAGE_TIMEOUT_MS = 60_000

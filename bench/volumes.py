@@ -324,8 +324,8 @@ class VolumeWatch:
             self.reached["available"].setdefault(name, now)
         elif phase == "Failed":
             self.reached["failed"].setdefault(name, now)
-            ready = next((c for c in status.get("conditions") or []
-                          if c.get("type") == "Ready"), {})
+            ready: dict[str, Any] = next((c for c in status.get("conditions") or []
+                                          if c.get("type") == "Ready"), {})
             self.messages[name] = f"{ready.get('reason')}: {ready.get('message')}"
         self.changed.set()
 
@@ -404,8 +404,9 @@ async def setup_objects(client: ApiClient, nodes: list[str]) -> None:
         "volumeBindingMode": "WaitForFirstConsumer",
         "parameters": {"fsType": FS_TYPE, "mkfsOptions": json.dumps(MKFS_OPTIONS)}}
     await storage.create_storage_class(body)
-    await core.create_namespaced_service_account(NS, {
-        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "racksmith-agent"}})
+    account: Any = {"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "racksmith-agent"}}
+    await core.create_namespaced_service_account(NS, account)
     for node in nodes:
         node_body: Any = {"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
