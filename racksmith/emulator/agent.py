@@ -65,6 +65,12 @@ class AgentSettings:
     how long asynchronous commands stay RUNNING. ``inspect_on_boot``: after
     lookup, POST the inventory to ``/v1/continue_inspection`` when the boot
     looks like an inspection (see ``_expects_inspection``).
+    ``request_timeout``: how long any other call to Ironic waits for its answer.
+    ``lookup_timeout``: how long one lookup waits for Ironic's answer. IPA
+    sets no timeout on it; a lookup whose answer is given up loses the agent
+    token Ironic issued with it (every later lookup of that boot gets
+    ``******``, and the deploy times out waiting for the callback), so it is
+    generous: an Ironic worker busy with many Redfish hosts answers late.
     """
 
     ironic_url: str
@@ -72,6 +78,8 @@ class AgentSettings:
     boot_delay: float = 0.3
     step_time: float = 0.1
     lookup_retry: float = 0.5
+    lookup_timeout: float = 300.0
+    request_timeout: float = 30.0
     inspect_on_boot: bool = True
 
 
@@ -226,7 +234,8 @@ class AgentServer:
             return
         if self.os_boot is not None:
             self.os_boot.reopen()
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self.settings.request_timeout))
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_put("/notify", self._handle_notify)
         for suffix in ("/{host}/v1/commands", "/{host}/v1/commands/"):
@@ -378,6 +387,7 @@ class AgentServer:
                 async with self._session.get(
                     self._ironic(f"/v1/lookup?addresses={macs}"),
                     headers={API_VERSION_HEADER: LOOKUP_VERSION},
+                    timeout=aiohttp.ClientTimeout(total=self.settings.lookup_timeout),
                 ) as resp:
                     if resp.status == 200:
                         body = await resp.json()

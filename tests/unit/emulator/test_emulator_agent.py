@@ -30,6 +30,9 @@ class FakeIronic:
     heartbeats: list[dict[str, Any]] = field(default_factory=list)
     inspections: list[dict[str, Any]] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
+    lookup_delay: float = 0.0
+    one_token: bool = False  # as Ironic: the token is given once a boot, then "******"
+    lookups: int = 0
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -40,8 +43,11 @@ class FakeIronic:
 
     async def lookup(self, request: web.Request) -> web.Response:
         self.versions.append(request.headers.get("X-OpenStack-Ironic-API-Version", ""))
+        self.lookups += 1
+        token = "******" if self.one_token and self.lookups > 1 else TOKEN
+        await asyncio.sleep(self.lookup_delay)
         return web.json_response(
-            {"node": {"uuid": NODE, "properties": {}}, "config": {"agent_token": TOKEN}}
+            {"node": {"uuid": NODE, "properties": {}}, "config": {"agent_token": token}}
         )
 
     async def heartbeat(self, request: web.Request) -> web.Response:
@@ -285,3 +291,34 @@ async def test_logs_and_sync_commands(rig: Rig) -> None:
     assert body["command_result"]["system_logs"]
     status, body = await rig.command("standby.get_partition_uuids", wait=True)
     assert body["command_result"] == {}
+
+
+async def _no_power_off(_host: EmulatedHost) -> None:
+    return None
+
+
+async def test_a_slow_lookup_is_waited_for_not_given_up(tmp_path: Path) -> None:
+    """Ironic issues the agent token once a boot: a lookup given up before its
+    answer would lose it for good. The lookup waits longer than any other call."""
+    ironic = FakeIronic(lookup_delay=0.5, one_token=True)
+    runner, port = await _serve(ironic.app())
+    host = generate_host(0, seed=5)
+    agent = AgentServer(
+        [host], DiskStore(tmp_path / "hosts"),
+        AgentSettings(ironic_url=f"http://127.0.0.1:{port}", heartbeat_interval=0.2,
+                      boot_delay=0.0, lookup_retry=0.05, request_timeout=0.1,
+                      lookup_timeout=30.0),
+        power_off=_no_power_off)
+    await agent.start()
+    try:
+        agent.on_system_change({"uuid": host.uuid, "power_state": "On", "boot_device": "Cd",
+                                "boot_image": {"Cd": ["/tmp/boot.iso", True, True]}})
+        for _ in range(200):
+            if ironic.heartbeats:
+                break
+            await asyncio.sleep(0.05)
+        assert ironic.lookups == 1
+        assert ironic.heartbeats and ironic.heartbeats[0]["agent_token"] == TOKEN
+    finally:
+        await agent.stop()
+        await runner.cleanup()
