@@ -69,7 +69,7 @@ from racksmith.emulator.workloads_plan import (
     lock_name,
     plan,
 )
-from racksmith.runtime.access import reads, watches, writes
+from racksmith.runtime.access import watches, writes
 from racksmith.runtime.client import as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
@@ -86,14 +86,14 @@ from racksmith.runtime.resources import (
     PODS,
 )
 from racksmith.runtime.result import RequeueAfter, Result
-from racksmith.runtime.source import KubeSource, Resource
+from racksmith.runtime.source import Resource
 
 NAMESPACE = "racksmith-workloads"
 CONFIG_MAP = "reference"
 PDB_NAME = "instances"
 FIELD_MANAGER = "racksmith-reference-workloads"
-ACCESS = (watches(NODES, NMRS, CMRS, CLUSTER_LOCKS, NODE_LOCKS, PODS, CONFIG_MAPS)
-          + reads(NAMESPACES, PDBS)
+ACCESS = (watches(NODES, NMRS, CMRS, CLUSTER_LOCKS, NODE_LOCKS, PODS, CONFIG_MAPS, NAMESPACES,
+                  PDBS)
           + writes(CLUSTER_LOCKS, "create") + writes(CLUSTER_LOCKS, "update", subresource="status")
           + writes(NODE_LOCKS, "create", "delete")
           + writes(NODE_LOCKS, "update", subresource="status")
@@ -182,10 +182,10 @@ class _Kube:
 
     async def ensure_basics(self) -> Config:
         """The namespace, the ConfigMap (defaults) and the PDB; the config.
-        Live reads: the namespace and the PDB are not watched, and a
-        ConfigMap created a moment ago must not be created twice."""
+        From the cache: each is watched, a create's answer is offered to the
+        cache, and a create that finds the name taken is done."""
         client = self.client
-        if await client.get(NAMESPACES, None, NAMESPACE, live=True) is None:
+        if await client.get(NAMESPACES, None, NAMESPACE) is None:
             await self.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": NAMESPACE}})
         data = await client.get(CONFIG_MAPS, NAMESPACE, CONFIG_MAP)
@@ -197,7 +197,7 @@ class _Kube:
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": CONFIG_MAP, "namespace": NAMESPACE},
                 "data": config.as_data()})
-        if await client.get(PDBS, NAMESPACE, PDB_NAME, live=True) is None:
+        if await client.get(PDBS, NAMESPACE, PDB_NAME) is None:
             await self.create(PDBS, {
                 "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                 "metadata": {"name": PDB_NAME, "namespace": NAMESPACE},
@@ -227,14 +227,17 @@ class ReferenceWorkloads:
         cmrs = sorted((request_view(r) for r in await client.list(CMRS)),
                       key=lambda r: (r.created, r.name))
         raw_locks: dict[str, dict[str, Any]] = {}
-        # Live: the locks and pods this controller creates are read back at
-        # once (a pod's name is generated: a stale read would make a second).
-        for lock in await client.list(NODE_LOCKS, live=True,
-                                      fields={"spec.controllerName": CONTROLLER_NAME}):
-            spec, name = _map(lock.get("spec")), str(_map(lock.get("metadata")).get("name"))
-            if spec.get("controllerName") == CONTROLLER_NAME and name.startswith(LOCK_PREFIX):
-                raw_locks[str(spec.get("nodeName"))] = lock
-        cluster_lock = await client.get(CLUSTER_LOCKS, None, CONTROLLER_NAME, live=True)
+        # The locks from the cache: their names are fixed (a create that
+        # finds one taken is done) and a stale status write is a Conflict
+        # the runtime requeues.
+        for lock in await client.list(NODE_LOCKS):
+            if _own(lock) and str(_map(lock.get("metadata")).get("name")).startswith(
+                    LOCK_PREFIX):
+                raw_locks[str(_map(lock.get("spec")).get("nodeName"))] = lock
+        cluster_lock = await client.get(CLUSTER_LOCKS, None, CONTROLLER_NAME)
+        # The pods live: a pod's name is generated (a stale read missing a
+        # pod just created would make a second), and a deletion is not in
+        # the cache until its watch event comes.
         pods = [v for p in await client.list(PODS, NAMESPACE, labels=INSTANCE_LABEL, live=True)
                 if (v := pod_view(p)) is not None]
         world = World(config, tuple(nodes), requests, cmrs[0] if cmrs else None,
@@ -290,7 +293,7 @@ class ReferenceWorkloads:
         lock gone is left alone; a lost race (Conflict) is requeued by the
         runtime and the next reconcile decides again."""
         client = self.kube.client
-        obj = await client.get(resource, None, name, live=True)
+        obj = await client.get(resource, None, name)
         if obj is None:
             return
         obj["status"] = want.as_status()
@@ -326,31 +329,43 @@ def _service_key(_obj: Mapping[str, Any]) -> list[ObjectKey]:
     return [KEY]
 
 
+def _own(lock: Mapping[str, Any]) -> bool:
+    return _map(lock.get("spec")).get("controllerName") == CONTROLLER_NAME
+
+
+def _own_lock_key(lock: Mapping[str, Any]) -> list[ObjectKey]:
+    """The service's key for this controller's locks; other controllers' locks
+    (watched by the same shared informer) wake nothing."""
+    return [KEY] if _own(lock) else []
+
+
+def _namespace_key(namespace: Mapping[str, Any]) -> list[ObjectKey]:
+    return [KEY] if _map(namespace.get("metadata")).get("name") == NAMESPACE else []
+
+
 def reference_workloads_controller(api_client: Any, *, workers: int = 1,
                                    clock: Clock | None = None,
                                    logger: Any = None,
                                    timings: WorkloadTimings | None = None) -> Controller:
     """The reference workload controller as a runtime ``Controller`` (see the
     module docstring). Every watched kind — Nodes, NodeMaintenanceRequests,
-    ClusterMaintenanceRequests, this controller's locks, its Pods and its
-    ConfigMap — enqueues the one key of the service; ``workers`` is accepted
-    for symmetry with the other controllers, but one key is never reconciled
-    by two workers at once. ``timings``: how often it looks again without
-    events (None: the defaults)."""
+    ClusterMaintenanceRequests, this controller's locks, its Pods, its
+    ConfigMap, its PodDisruptionBudget and its namespace — enqueues the one
+    key of the service; ``workers`` is accepted for symmetry with the other
+    controllers, but one key is never reconciled by two workers at once.
+    ``timings``: how often it looks again without events (None: the
+    defaults)."""
     clock = clock if clock is not None else SystemClock()
     client = as_client(api_client)
-
-    def selected(resource: Resource, **kwargs: Any) -> KubeSource:
-        return KubeSource(client.api_client, resource, clock=clock, mapper=_service_key,
-                          **kwargs)
-
     sources: list[Any] = [
         client.source(NODES, mapper=_service_key), client.source(NMRS, mapper=_service_key),
         client.source(CMRS, mapper=_service_key),
-        selected(NODE_LOCKS, field_selector=f"spec.controllerName={CONTROLLER_NAME}"),
-        client.source(CLUSTER_LOCKS, mapper=_service_key),
-        selected(PODS, namespace=NAMESPACE, label_selector=INSTANCE_LABEL),
+        client.source(NODE_LOCKS, mapper=_own_lock_key),
+        client.source(CLUSTER_LOCKS, mapper=_own_lock_key),
+        client.source(PODS, namespace=NAMESPACE, mapper=_service_key),
         client.source(CONFIG_MAPS, namespace=NAMESPACE, mapper=_service_key),
+        client.source(PDBS, namespace=NAMESPACE, mapper=_service_key),
+        client.source(NAMESPACES, mapper=_namespace_key),
     ]
     return Controller("reference-workloads", sources,
                       ReferenceWorkloads(api_client, logger=logger, timings=timings),
