@@ -67,8 +67,21 @@ GROUP_LABEL = "lcm.racksmith.io/update-group"
 GROUP_CONCURRENCY = {"demo-workers-a": 2, "demo-workers-b": 1}
 
 
+DELETED_BY_TEST_CLUSTER = "demo-worker-2"
+
+
 @pytest.fixture
 def rack(demo_rack: Rack, demo_ready: dict[str, dict[str, Any]]) -> Rack:
+    """The demo cluster as test_cluster leaves it: without the worker its
+    deletion test removes (deleted here when this module runs without it,
+    e.g. alone), so that 6 workers remain."""
+    def gone() -> bool:
+        return demo_rack.kubectl("get", "machine", DELETED_BY_TEST_CLUSTER,
+                                 check=False).returncode != 0
+
+    if not gone():
+        demo_rack.kubectl("delete", "machine", DELETED_BY_TEST_CLUSTER, "--wait=false")
+        wait_for(demo_rack, f"Machine {DELETED_BY_TEST_CLUSTER} gone", gone, timeout=600)
     return demo_rack
 
 
