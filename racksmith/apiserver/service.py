@@ -122,7 +122,6 @@ AdmissionCheck = Callable[[ResourceInfo, str, Obj, Obj | None, Any], None]
 old or None, the writing user or None); raises an ApiError to refuse."""
 
 
-
 def _name(obj: Obj) -> str:
     return str(obj.get("metadata", {}).get("name") or "")
 

@@ -35,7 +35,6 @@ from racksmith.runtime.statetable import Transition as _t
 _NODE = "the Node is gone or not Ready"
 
 
-
 def _on(source: N, done: str) -> tuple[Transition[N], ...]:
     """From ``source``, once ``done``: each later state of the checklist."""
     later = {

@@ -40,7 +40,6 @@ class DriverSpec:
         return {**self.driver_info, **self.credentials}
 
 
-
 REDFISH_SCHEMES = {"redfish", "redfish+http", "redfish+https"}
 VIRTUALMEDIA_SCHEMES = {"redfish-virtualmedia", "redfish-virtualmedia+http",
                         "redfish-virtualmedia+https"}

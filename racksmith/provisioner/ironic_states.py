@@ -111,7 +111,6 @@ PROVISION_STATES: dict[str, StateInfo] = {
 UNKNOWN_STATE = StateInfo(Phase.BUSY, poll=10.0)
 
 
-
 @dataclass(frozen=True)
 class IronicTimings:
     """How long the Ironic provisioner asks the caller to wait after its own

@@ -579,7 +579,6 @@ def as_client(api: ApiClient | Client) -> Client:
     return client
 
 
-
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}

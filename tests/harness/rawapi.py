@@ -158,7 +158,6 @@ async def list_rv(api: Api, path: str) -> str:
     return str((await api.ok("GET", path))["metadata"]["resourceVersion"])
 
 
-
 async def create_widget_crd(api: Api) -> None:
     crd = yaml.safe_load(WIDGET_CRD)
     r = await api.post(CRDS, crd)

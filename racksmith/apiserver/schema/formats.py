@@ -36,7 +36,8 @@ _MAC = re.compile(
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S*$")
 _DURATION = re.compile(
-    r"^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h|d|w))+$|^0$"
+    # both micro signs (U+00B5 and U+03BC), as Go's time.ParseDuration
+    r"^[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|μs|ms|s|m|h|d|w))+$|^0$"  # noqa: RUF001
 )
 _HEXCOLOR = re.compile(r"^#?(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$")
 _RGBCOLOR = re.compile(

@@ -583,7 +583,6 @@ class SqliteStore(BurstWatches):
         finally:
             conn.execute("COMMIT")
 
-
     async def state_before(self, key: Key, rv: int) -> tuple[bool, Obj | None]:
         return await self._read(self._state_before_sync, key, rv)
 

@@ -191,7 +191,6 @@ class MachineReconciler:
         access = agent_access(secret.data)
         return f"agent Secret {ns}/{name} {access}" if isinstance(access, str) else access
 
-
     async def _secret(self, namespace: str, name: str) -> SecretData | None:
         """A Secret, read live (the controller keeps no cache of Secrets)."""
         raw = await self.client.get(SECRETS, namespace, name, live=True)

@@ -205,7 +205,6 @@ def release_to_render(machine: Machine, cluster: Cluster | None,
     return cluster.spec.release if cluster is not None else None
 
 
-
 def decide(o: Observed) -> Step:
     """The next step for ``o.machine`` (see the module docstring)."""
     if o.machine.metadata.deletion_timestamp is not None:

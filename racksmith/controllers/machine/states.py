@@ -32,7 +32,6 @@ _GONE = "the claimed host is gone or names another machine"
 _DELETED = "deletion requested"
 
 
-
 PHASES: StateTable[P] = StateTable(
     what="Machine status.phase",
     states=(P.PENDING, P.PROVISIONING, P.DEPLOYING, P.READY, P.FAILED, P.DELETING),

@@ -34,7 +34,6 @@ _MISSING = "every existing machine is Done, a listed machine does not exist"
 _NEW = "a machine not rebooted yet (joined the cluster or listed)"
 
 
-
 REBOOT_PHASES: StateTable[P] = StateTable(
     what="GracefulRebootRequest status.phase",
     states=(P.IN_PROGRESS, P.COMPLETED, P.FAILED),

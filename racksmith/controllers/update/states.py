@@ -31,7 +31,6 @@ _DONE = "every machine of the schedule is done"
 _FIRES = "an UpdateAutoPause alert fires"
 
 
-
 PLAN_PHASES: StateTable[P] = StateTable(
     what="ClusterUpdatePlan status.phase",
     states=(P.NOT_STARTED, P.IN_PROGRESS, P.AUTO_PAUSED, P.COMPLETED),

@@ -26,7 +26,6 @@ from racksmith.runtime.statetable import Transition as _t
 _DELETED = "deletion requested"
 
 
-
 PHASES: StateTable[P] = StateTable(
     what="Volume status.phase",
     states=(P.PENDING, P.AVAILABLE, P.FAILED, P.TERMINATING),
