@@ -230,7 +230,7 @@ class ReferenceWorkloads:
         # The locks from the cache: their names are fixed (a create that
         # finds one taken is done) and a stale status write is a Conflict
         # the runtime requeues.
-        for lock in await client.list(NODE_LOCKS):
+        for lock in await client.list(NODE_LOCKS, copy=False):  # read only; others skipped
             if _own(lock) and str(_map(lock.get("metadata")).get("name")).startswith(
                     LOCK_PREFIX):
                 raw_locks[str(_map(lock.get("spec")).get("nodeName"))] = lock
