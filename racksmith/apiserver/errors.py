@@ -22,7 +22,11 @@ class Cause:
     reason: str = "FieldValueInvalid"
 
     def to_dict(self) -> dict[str, str]:
-        return {"reason": self.reason, "message": self.message, "field": self.field}
+        # kube's StatusCause omits an empty field (``json:"field,omitempty"``).
+        cause = {"reason": self.reason, "message": self.message}
+        if self.field:
+            cause["field"] = self.field
+        return cause
 
     def text(self) -> str:
         """``field: message`` as kube-apiserver joins causes into a Status message."""
@@ -40,7 +44,12 @@ class ApiError(Exception):
     name: str = ""
     group: str = ""
     causes: list[Cause] = field(default_factory=list)
-    retry_after: int | None = None
+    retry_after: int = 0
+    """``details.retryAfterSeconds`` and the ``Retry-After`` header, sent only
+    when positive, as kube-apiserver does (``responsewriters.ErrorNegotiated``).
+    client-go retries a 429 or 5xx carrying the header silently, up to ten
+    times, so it goes only where kube sends one: a refusal a user must see
+    (a disruption budget's) carries none."""
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
@@ -55,7 +64,7 @@ class ApiError(Exception):
             details["kind"] = self.kind
         if self.causes:
             details["causes"] = [c.to_dict() for c in self.causes]
-        if self.retry_after is not None:
+        if self.retry_after > 0:
             details["retryAfterSeconds"] = self.retry_after
         status: dict[str, Any] = {
             "kind": "Status",
@@ -132,7 +141,9 @@ def invalid(kind: str, name: str, causes: list[Cause], *, group: str = "") -> Ap
                     kind=kind, name=name, group=group, causes=causes)
 
 
-def too_many_requests(message: str, retry_after: int = 1) -> ApiError:
+def too_many_requests(message: str, retry_after: int = 0) -> ApiError:
+    """429, as ``NewTooManyRequests``: ``retry_after`` 0 (kube's answer to a
+    disruption budget's refusal) sends no ``Retry-After``."""
     return ApiError(429, "TooManyRequests", message, retry_after=retry_after)
 
 
@@ -140,7 +151,9 @@ def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", message)
 
 
-def unavailable(message: str, retry_after: int = 1) -> ApiError:
-    """503: the store cannot answer now (kube-apiserver answers the same when
-    etcd has no quorum); clients retry."""
-    return ApiError(503, "ServiceUnavailable", message, retry_after=retry_after)
+def unavailable(message: str) -> ApiError:
+    """503: the store cannot answer now, as ``NewServiceUnavailable``: no
+    ``Retry-After`` (kube sends none for a store error: etcd without quorum
+    reaches a client as an error at once, and a client-go user sees it instead
+    of ten silent retries). Clients and controllers retry at their own pace."""
+    return ApiError(503, "ServiceUnavailable", message)

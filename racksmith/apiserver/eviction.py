@@ -116,8 +116,14 @@ async def _evict(service: ResourceService, namespace: str, name: str, body: Any,
                        "which the eviction subresource does not support.")
     if blocking:
         pdb_name = blocking[0][0]
+        # retryAfterSeconds 0, hence no Retry-After header, as kube's
+        # checkAndDecrement answers a budget with no disruption left: client-go
+        # retries a 429 with the header silently, so `kubectl drain` would
+        # never print the refusal nor honour its --timeout. (kube's 10 s is
+        # for a budget its controller has not processed yet; this server
+        # computes the budget on the spot, so that case does not arise.)
         err = errors.too_many_requests(
-            "Cannot evict pod as it would violate the pod's disruption budget.", 10)
+            "Cannot evict pod as it would violate the pod's disruption budget.")
         err.causes = [Cause("", f"The disruption budget {pdb_name} needs "
                             f"{blocking[0][1].get('status', {}).get('desiredHealthy', 0)} "
                             "healthy pods and has "

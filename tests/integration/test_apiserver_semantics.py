@@ -201,8 +201,14 @@ async def test_eviction_honours_pod_disruption_budgets(api_server: ApiServer, ns
                                   {**eviction, "metadata": {"name": "db-1"}})
         assert code == 429, body
         assert body["reason"] == "TooManyRequests"
-        assert body["details"]["causes"][0]["reason"] == "DisruptionBudget"
-        assert "db" in body["details"]["causes"][0]["message"]
+        assert body["message"] == ("Cannot evict pod as it would violate the pod's "
+                                   "disruption budget.")
+        # As kube's checkAndDecrement: no retryAfterSeconds (so no Retry-After
+        # header for client-go to retry on silently) and a cause with no field.
+        assert "retryAfterSeconds" not in body["details"], body
+        assert body["details"]["causes"] == [{
+            "reason": "DisruptionBudget",
+            "message": "The disruption budget db needs 2 healthy pods and has 2 currently"}]
         assert (await c.get(f"{PODS}/db-1"))[0] == 200
         code, got = await c.get(f"{PDBS}/db")
         assert got["status"]["disruptionsAllowed"] == 0

@@ -282,3 +282,50 @@ def test_invalid_object_is_rejected_with_field_path(kubectl: Kubectl) -> None:
     assert res.returncode != 0
     assert 'unknown field "spec.bogus"' in res.stderr
     assert kubectl.run("get", "widget", "bad", "-n", ns, check=False).returncode != 0
+
+
+DRAIN_SITE = """\
+apiVersion: v1
+kind: Node
+metadata: {{name: {node}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: acc-budget, namespace: {ns}}}
+spec:
+  minAvailable: 2
+  selector: {{matchLabels: {{app: acc}}}}
+"""
+DRAIN_POD = """\
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {pod}, namespace: {ns}, labels: {{app: acc}}}}
+spec:
+  nodeName: {node}
+  containers: [{{name: c, image: "busybox:1"}}]
+status:
+  phase: Running
+  conditions: [{{type: Ready, status: "True"}}]
+"""
+
+
+def test_drain_stops_at_a_disruption_budget_and_its_timeout(kubectl: Kubectl) -> None:
+    """`kubectl drain` of a node whose two Ready pods a PDB (minAvailable: 2)
+    protects prints the budget's refusal, gives up at its --timeout and exits
+    non-zero. A refusal with a Retry-After header would be retried silently
+    inside client-go and drain would hang past its --timeout: the run's own
+    subprocess limit (60 s) then fails the test."""
+    ns = _ns(kubectl)
+    node = f"acc-node-{ns}"
+    kubectl.apply(DRAIN_SITE.format(node=node, ns=ns) + "".join(
+        DRAIN_POD.format(pod=pod, node=node, ns=ns) for pod in ("p1", "p2")))
+    kubectl.run("cordon", node)
+    res = kubectl.run("drain", node, "--ignore-daemonsets", "--force", "--timeout=3s",
+                      check=False)
+    assert res.returncode != 0, res.stdout + res.stderr
+    assert "Cannot evict pod as it would violate the pod's disruption budget." in res.stderr, \
+        res.stderr
+    assert "global timeout reached: 3s" in res.stderr, res.stderr
+    left = kubectl.run("get", "pods", "-n", ns, "-l", "app=acc", "-o", "name").stdout.split()
+    assert sorted(left) == ["pod/p1", "pod/p2"]

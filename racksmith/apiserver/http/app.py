@@ -165,7 +165,7 @@ def _origin(exc: BaseException) -> str:
 
 def _status_response(err: errors.ApiError) -> web.Response:
     resp = _json(err.to_status(), err.code)
-    if err.retry_after is not None:
+    if err.retry_after > 0:
         resp.headers["Retry-After"] = str(err.retry_after)
     return resp
 
@@ -488,6 +488,8 @@ class Watches:
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
         if self.open >= self.limit:
+            # An overload answer, as kube's max-in-flight and APF filters
+            # give: 429 with Retry-After 1, which client-go retries itself.
             raise errors.too_many_requests(
                 f"too many watches: this server serves at most {self.limit} at once", 1)
         self.open += 1
