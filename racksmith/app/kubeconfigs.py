@@ -67,9 +67,31 @@ def _load(path: Path, *, missing_ok: bool) -> Config:
     return data
 
 
+def load_file(path: Path) -> Config:
+    """A kubeconfig file as a dict; raises :class:`KubeconfigError`."""
+    return _load(path, missing_ok=False)
+
+
+def parse_text(text: str, origin: str) -> Config:
+    """A kubeconfig's text as a dict (``origin`` names it in errors, which
+    never quote it: it holds keys)."""
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError:
+        raise KubeconfigError(f"{origin} is not YAML") from None
+    if not isinstance(data, dict):
+        raise KubeconfigError(f"{origin} is not a kubeconfig (not a mapping)")
+    return data
+
+
 def merge_file(source: Path, target: Path, *, set_current: bool = True) -> list[str]:
     """Merge ``source`` into ``target``; returns the context names merged."""
-    theirs = _load(source, missing_ok=False)
+    return merge_config(_load(source, missing_ok=False), target, set_current=set_current)
+
+
+def merge_config(theirs: Config, target: Path, *, set_current: bool = True) -> list[str]:
+    """Merge the kubeconfig ``theirs`` into the file ``target``; returns the
+    context names merged."""
     mine = _load(target, missing_ok=True)
     out = merged(mine, theirs, set_current=set_current)
     if not target.parent.exists():

@@ -734,14 +734,44 @@ def rbac() -> None:
 def kubeconfig(
     data_dir: Path = typer.Option(None, help="State directory (default $RACKSMITH_DATA_DIR, "
                                   "else ~/.local/share/racksmith)."),
-    merge: bool = typer.Option(False, "--merge", help="Add the site's contexts to your "
+    cluster: str = typer.Option(None, "--cluster", help="NAMESPACE/NAME of a managed "
+                                "Cluster: its admin kubeconfig (Secret NAME-kubeconfig) "
+                                "instead of the management plane's."),
+    management: Path = typer.Option(None, "--kubeconfig", help="With --cluster: the "
+                                    "management plane's kubeconfig (default DATA/kubeconfig "
+                                    "of the data dir, else $KUBECONFIG)."),
+    merge: bool = typer.Option(False, "--merge", help="Add the contexts to your "
                                "kubeconfig instead of printing the file."),
     into: Path = typer.Option(None, help="With --merge: the kubeconfig to merge into (default "
                               "the first file of $KUBECONFIG, else ~/.kube/config)."),
-    set_current: bool = typer.Option(True, help="With --merge: make the site's context the "
+    set_current: bool = typer.Option(True, help="With --merge: make the merged context the "
                                      "current one."),
 ) -> None:
-    """Print the site's kubeconfig, or merge its contexts into yours (kind's habit)."""
+    """Print the site's kubeconfig (or, with --cluster, a managed cluster's), or
+    merge its contexts into yours (kind's habit)."""
+    if cluster is not None:
+        from racksmith.cli.clusterconfig import ClusterKubeconfigError, cluster_kubeconfig
+        from racksmith.cli.clusterconfig import parse_ref as parse_cluster_ref
+
+        try:
+            namespace, name = parse_cluster_ref(cluster)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--cluster") from None
+        config = management
+        if config is None:
+            own = (data_dir or default_data_dir()) / "kubeconfig"
+            config = own if own.exists() else None
+        try:
+            text = asyncio.run(cluster_kubeconfig(config, namespace, name))
+        except ClusterKubeconfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        if not merge:
+            sys.stdout.write(text)
+            return
+        _merge(kubeconfigs.parse_text(text, f"Secret {namespace}/{name}-kubeconfig"),
+               into, set_current)
+        return
     source = (data_dir or default_data_dir()) / "kubeconfig"
     if not source.is_file():
         raise typer.BadParameter(f"{source} does not exist: start racksmith up first",
@@ -749,9 +779,17 @@ def kubeconfig(
     if not merge:
         sys.stdout.write(source.read_text())
         return
+    try:
+        site = kubeconfigs.load_file(source)
+    except kubeconfigs.KubeconfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--data-dir") from None
+    _merge(site, into, set_current)
+
+
+def _merge(source: dict[str, Any], into: Path | None, set_current: bool) -> None:
     target = into or kubeconfigs.default_target()
     try:
-        names = kubeconfigs.merge_file(source, target, set_current=set_current)
+        names = kubeconfigs.merge_config(source, target, set_current=set_current)
     except kubeconfigs.KubeconfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--into") from None
     print(f"merged context(s) {', '.join(names)} into {target}"

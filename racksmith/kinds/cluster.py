@@ -61,12 +61,24 @@ class ClusterNetworks(RacksmithModel):
     services: str = Field(default="10.96.0.0/12", description="Service network.")
 
 
+class APIEndpoint(RacksmithModel):
+    """An address and port where the cluster's Kubernetes API answers (Cluster API's
+    ``APIEndpoint``)."""
+
+    host: str = Field(min_length=1, max_length=253, description="IP address or DNS name.")
+    port: int = Field(ge=1, le=65535, description="TCP port.")
+
+
 class APIServer(RacksmithModel):
     """How clients reach the Kubernetes API of the cluster."""
 
     vip: str | None = Field(
-        default=None, description="Virtual IP of the API; empty uses node addresses."
+        default=None, description="Virtual IP of the API, inside one of "
+        "networks.controlPlaneCIDRs and held by no other cluster; empty uses the first "
+        "control-plane machine's address."
     )
+    port: int = Field(default=6443, ge=1, le=65535,
+                      description="Port of the API on the VIP (or node address).")
     keepalived: bool = Field(
         default=True, description="Let Racksmith hold the VIP with keepalived (VRRP unicast)."
     )
@@ -118,6 +130,11 @@ class ClusterSpec(RacksmithModel):
         description="API endpoint.",
         json_schema_extra={"default": {}},
     )
+    control_plane_endpoint: APIEndpoint | None = Field(
+        default=None,
+        description="Where clients reach the API when it is not the VIP (an external load "
+        "balancer, the virtual datacenter's proxy); empty: the VIP and apiServer.port.",
+    )
     release: str = Field(description="Name of the ClusterRelease to run.")
     max_worker_upgrade_count: int = Field(
         default=1, ge=1, description="How many worker machines may be updated at once."
@@ -138,6 +155,10 @@ class ClusterStatus(RacksmithModel):
     observed_generation: int | None = Field(
         default=None, ge=0, description="metadata.generation this status was computed from."
     )
+    control_plane_endpoint: APIEndpoint | None = Field(
+        default=None,
+        description="Where the cluster's API is reached (the kubeconfig's server).",
+    )
     conditions: list[Condition] = conditions_field()
 
 
@@ -155,6 +176,8 @@ class Cluster(Resource):
             PrinterColumn("Current", ".status.release", description="Running release."),
             PrinterColumn("Ready", ".status.machinesReady", "integer", "Ready machines."),
             PrinterColumn("Total", ".status.machinesTotal", "integer", "All machines."),
+            PrinterColumn("Endpoint", ".status.controlPlaneEndpoint.host",
+                          description="Host of the cluster's API endpoint."),
             age_column(),
             PrinterColumn("VIP", ".spec.apiServer.vip", description="API VIP.", priority=1),
         ),

@@ -27,22 +27,26 @@ import structlog
 from pydantic import ValidationError
 
 from racksmith.clock import Clock, SystemClock
+from racksmith.controllers.cluster.controlplane import ControlPlaneData
 from racksmith.controllers.cluster.events import status_events
 from racksmith.controllers.cluster.summary import members, summarize
+from racksmith.controlplane.pki import CLUSTER_NAME_LABEL
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
+from racksmith.runtime.conditions import set_condition
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
-from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES
+from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES, SECRETS
 from racksmith.runtime.result import Done, Result
 
 CONTROLLER_NAME = "cluster"
-ACCESS = (watches(CLUSTERS, MACHINES, RELEASES)
-          + writes(CLUSTERS, "update", subresource="status") + EVENTS)
+ACCESS = (watches(CLUSTERS, MACHINES, RELEASES, SECRETS)
+          + writes(CLUSTERS, "update", subresource="status")
+          + writes(SECRETS, "create", "update") + EVENTS)
 """What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 FIELD_MANAGER = "racksmith-cluster"
 COMPONENT = "racksmith-cluster"
@@ -54,6 +58,30 @@ def machine_cluster_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
     if not name:
         return []
     return [ObjectKey(key_of(obj).namespace, str(name))]
+
+
+def secret_cluster_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+    """Mapper for Secret events: the Cluster a control-plane Secret belongs to
+    (Cluster API's ``cluster.x-k8s.io/cluster-name`` label)."""
+    name = ((obj.get("metadata") or {}).get("labels") or {}).get(CLUSTER_NAME_LABEL)
+    return [ObjectKey(key_of(obj).namespace, str(name))] if name else []
+
+
+VIP_INDEX = field_index_name("spec.apiServer.vip")
+"""The Cluster informer's index by VIP: a change of one cluster wakes every
+other cluster naming the same VIP (the one refused may now hold it)."""
+
+
+def vip_peer_keys(client: Client, namespace: str | None) -> Any:
+    """Mapper for Cluster events: the Cluster and every other naming its VIP."""
+
+    def keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        own = key_of(obj)
+        vip = ((obj.get("spec") or {}).get("apiServer") or {}).get("vip")
+        peers = client.indexed(CLUSTERS, VIP_INDEX, str(vip), namespace) if vip else []
+        return sorted({own, *(key_of(c) for c in peers)})
+
+    return keys
 
 
 RELEASE_INDEX = field_index_name("spec.release")
@@ -79,6 +107,8 @@ class ClusterReconciler:
                  namespace: str | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.client.add_index(CLUSTERS, RELEASE_INDEX, field_index("spec.release"), namespace)
+        self.client.add_index(CLUSTERS, VIP_INDEX, field_index("spec.apiServer.vip"), namespace)
+        self.control_plane = ControlPlaneData(self.client, namespace)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
@@ -98,9 +128,16 @@ class ClusterReconciler:
             except ValidationError:
                 continue
         release_found = await client.get(RELEASES, None, cluster.spec.release) is not None
-        status = summarize(cluster, members(cluster, machines), release_found,
-                           now=self.clock.wall().replace(microsecond=0))
+        now = self.clock.wall().replace(microsecond=0)
+        mine = members(cluster, machines)
+        status = summarize(cluster, mine, release_found, now=now)
+        plane = await self.control_plane.reconcile(raw, cluster, mine)
+        status.control_plane_endpoint = plane.endpoint
+        for spec in plane.conditions:
+            status.conditions = set_condition(status.conditions, spec, now,
+                                              cluster.metadata.generation)
         if cluster.status is not None and _same(cluster.status, status):
+            await self.recorder.record_all(raw, plane.events)
             return Done()
         raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
@@ -110,7 +147,8 @@ class ClusterReconciler:
         self.log.info("cluster status", kind="Cluster", namespace=key.namespace,
                       name=key.name, ready=status.machines_ready, total=status.machines_total,
                       release=status.release)
-        await self.recorder.record_all(written, status_events(cluster.status, status))
+        await self.recorder.record_all(written, status_events(cluster.status, status)
+                                       + plane.events)
         return Done()
 
 
@@ -142,8 +180,9 @@ def cluster_controller(
                                    namespace=namespace)
     client = reconciler.client
     sources = [
-        client.source(CLUSTERS, namespace=namespace),
+        client.source(CLUSTERS, namespace=namespace, mapper=vip_peer_keys(client, namespace)),
         client.source(MACHINES, namespace=namespace, mapper=machine_cluster_keys),
         client.source(RELEASES, mapper=release_cluster_keys(client, namespace)),
+        client.source(SECRETS, namespace=namespace, mapper=secret_cluster_keys),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

@@ -1,0 +1,270 @@
+"""The Cluster controller's control-plane part: a cluster's PKI, endpoint and
+admin kubeconfig as Secrets, and the conditions that say how they stand.
+
+Owns :class:`ControlPlaneData`, called once per Cluster reconcile (it only
+proposes the status; the reconciler writes it with the rest):
+
+1. **Endpoint** (``racksmith.controlplane.endpoint.plan_endpoint``) from the
+   spec, the other clusters' VIPs (the Cluster cache) and the control-plane
+   machines' addresses. A refused VIP sets ``ControlPlaneEndpointValid=False``
+   with the reason (``VIPInvalid``, ``VIPOutsideControlPlaneNetwork``,
+   ``VIPConflict``) and nothing is made for the cluster.
+2. **Certificates** (``CertificatesAvailable``, Cluster API's condition):
+   ``<cluster>-ca``, ``-proxy``, ``-etcd``, ``-sa``, owned by the Cluster.
+   A missing one is generated only while no machine of the cluster has been
+   deployed (nothing used it yet: this is also how a crash between two
+   creates converges). Once a machine is deployed, a missing or unusable one
+   is damage — ``CertificatesAvailable=False`` naming it — and is never
+   replaced: a new CA would cut every node off. Restore it from a backup.
+3. **Admin kubeconfig** (``<cluster>-kubeconfig``, key ``value``, owned by
+   the Cluster): written when missing, rewritten when the endpoint moved.
+   One that does not trust the cluster CA or holds no certificate it issued
+   sets ``ControlPlaneReachable=False`` (reason ``KubeconfigInvalid``) and
+   is left for its owner to fix or delete (deleting it has it rebuilt).
+   While it is sound, ``ControlPlaneReachable`` is ``Unknown``
+   (``NotProbed``): the management plane does not probe a cluster's
+   endpoint yet.
+4. ``ControlPlaneAvailable``: True once a control-plane (master) machine is
+   Ready, with how many of them are.
+
+Reads come from the shared caches (Secrets, Clusters); the writes are
+create/update of those Secrets. Secret contents never reach a log, an
+Event or a condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from racksmith.controlplane.endpoint import ClusterVip, Endpoint, EndpointPlan, plan_endpoint
+from racksmith.controlplane.kubeconfig import (
+    KubeconfigDamaged,
+    KubeconfigStale,
+    admin_kubeconfig,
+    check_kubeconfig,
+    kubeconfig_secret,
+    kubeconfig_secret_name,
+)
+from racksmith.controlplane.pki import (
+    AUTHORITIES,
+    SA_SUFFIX,
+    SUFFIXES,
+    ClusterPki,
+    KeyPair,
+    PkiDamaged,
+    new_ca,
+    new_service_account_keys,
+    parse_pair,
+    pki_secret,
+    secret_name,
+)
+from racksmith.kinds.cluster import (
+    AddressType,
+    APIEndpoint,
+    Cluster,
+    Machine,
+    MachinePhase,
+    Role,
+)
+from racksmith.kinds.common import ConditionStatus
+from racksmith.runtime.client import Client
+from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
+from racksmith.runtime.errors import AlreadyExists
+from racksmith.runtime.resources import CLUSTERS, SECRETS
+
+ENDPOINT_VALID = "ControlPlaneEndpointValid"
+CERTIFICATES_AVAILABLE = "CertificatesAvailable"
+CONTROL_PLANE_AVAILABLE = "ControlPlaneAvailable"
+CONTROL_PLANE_REACHABLE = "ControlPlaneReachable"
+
+_DEPLOYED = (MachinePhase.DEPLOYING, MachinePhase.READY, MachinePhase.DELETING)
+
+
+@dataclass
+class ControlPlaneOutcome:
+    """What the control-plane part proposes for the Cluster's status."""
+
+    endpoint: APIEndpoint | None
+    conditions: list[ConditionSpec] = field(default_factory=list)
+    events: list[EventSpec] = field(default_factory=list)
+
+
+def control_plane_machines(machines: Sequence[Machine]) -> list[Machine]:
+    return sorted((m for m in machines if Role.MASTER in m.spec.roles),
+                  key=lambda m: m.metadata.name or "")
+
+
+def _internal_address(machine: Machine) -> str | None:
+    if machine.status is None:
+        return None
+    return next((a.address for a in machine.status.addresses
+                 if a.type is AddressType.INTERNAL_IP), None)
+
+
+def is_deployed(machines: Sequence[Machine]) -> bool:
+    """Has any machine of the cluster taken its control plane's data yet?"""
+    return any(m.status is not None and (m.status.phase in _DEPLOYED
+                                         or m.status.node_ref is not None) for m in machines)
+
+
+def vip_claim(obj: dict[str, Any]) -> ClusterVip | None:
+    meta = obj.get("metadata") or {}
+    vip = ((obj.get("spec") or {}).get("apiServer") or {}).get("vip")
+    if not vip:
+        return None
+    return ClusterVip(str(meta.get("creationTimestamp") or ""), str(meta.get("namespace", "")),
+                      str(meta.get("name", "")), str(vip))
+
+
+def availability(masters: Sequence[Machine]) -> ConditionSpec:
+    ready = sum(1 for m in masters if m.status is not None
+                and m.status.phase is MachinePhase.READY)
+    if not masters:
+        return ConditionSpec.false(CONTROL_PLANE_AVAILABLE, "NoControlPlaneMachines",
+                                   "the cluster has no machine with the master role")
+    if ready == 0:
+        return ConditionSpec.false(CONTROL_PLANE_AVAILABLE, "WaitingForControlPlaneMachines",
+                                   f"0/{len(masters)} control-plane machines Ready")
+    return ConditionSpec.true(CONTROL_PLANE_AVAILABLE, "ControlPlaneMachinesReady",
+                              f"{ready}/{len(masters)} control-plane machines Ready")
+
+
+class ControlPlaneData:
+    """Keeps one Cluster's control-plane Secrets (see the module docstring)."""
+
+    def __init__(self, client: Client, namespace: str | None = None) -> None:
+        self.client = client
+        self.namespace = namespace
+        """The namespace the controller watches (None: all): where VIP clashes are seen."""
+
+    async def reconcile(self, raw: dict[str, Any], cluster: Cluster,
+                        machines: Sequence[Machine]) -> ControlPlaneOutcome:
+        """The endpoint, conditions and Events to propose; ``machines``: the
+        cluster's members. Events of a refused endpoint come only when the
+        refusal is new (the reconciler runs on every Machine change)."""
+        meta = cluster.metadata
+        namespace, name = meta.namespace or "", meta.name or ""
+        masters = control_plane_machines(machines)
+        plan = await self._plan(raw, cluster, masters)
+        available = availability(masters)
+        if plan.problem is not None:
+            why = plan.problem
+            before = find(cluster.status.conditions if cluster.status else [], ENDPOINT_VALID)
+            news = [] if before is not None and before.reason == why.reason else [
+                EventSpec("Warning", why.reason, why.message)]
+            return ControlPlaneOutcome(None, [
+                ConditionSpec.false(ENDPOINT_VALID, why.reason, why.message),
+                ConditionSpec.false(CERTIFICATES_AVAILABLE, "EndpointInvalid",
+                                    "nothing is made for a cluster whose endpoint is refused"),
+                available,
+                ConditionSpec.false(CONTROL_PLANE_REACHABLE, "EndpointInvalid", why.message),
+            ], news)
+        out = ControlPlaneOutcome(_api_endpoint(plan.endpoint), [
+            ConditionSpec.true(ENDPOINT_VALID, "Valid", "the API endpoint is sound")
+            if plan.endpoint is not None else
+            ConditionSpec.false(ENDPOINT_VALID, "WaitingForEndpoint", plan.waiting)])
+        pki = await self._certificates(raw, namespace, name, machines, out)
+        out.conditions.append(available)
+        out.conditions.append(await self._kubeconfig(raw, namespace, name, plan, pki, out))
+        return out
+
+    async def _plan(self, raw: dict[str, Any], cluster: Cluster,
+                    masters: Sequence[Machine]) -> EndpointPlan:
+        others = [c for c in (vip_claim(o) for o in await self.client.list(
+            CLUSTERS, self.namespace, copy=False))
+                  if c is not None]
+        explicit = cluster.spec.control_plane_endpoint
+        addresses = [a for a in (_internal_address(m) for m in masters) if a]
+        return plan_endpoint(
+            me=vip_claim(raw), port=cluster.spec.api_server.port,
+            explicit=Endpoint(explicit.host, explicit.port) if explicit is not None else None,
+            control_plane_cidrs=cluster.spec.networks.control_plane_cidrs, others=others,
+            control_plane_addresses=addresses)
+
+    async def _certificates(self, raw: dict[str, Any], namespace: str, name: str,
+                            machines: Sequence[Machine], out: ControlPlaneOutcome
+                            ) -> ClusterPki | None:
+        found = {s: await self.client.get(SECRETS, namespace, secret_name(name, s))
+                 for s in SUFFIXES}
+        missing = [s for s in SUFFIXES if found[s] is None]
+        if missing and not is_deployed(machines):
+            made = []
+            for suffix in missing:
+                pair = (new_service_account_keys() if suffix == SA_SUFFIX
+                        else new_ca(AUTHORITIES[suffix][1]))
+                secret = pki_secret(namespace, name, suffix, pair)
+                secret["metadata"]["ownerReferences"] = [_owner(raw)]
+                try:
+                    found[suffix] = await self.client.create(SECRETS, secret)
+                except AlreadyExists:
+                    found[suffix] = await self.client.get(SECRETS, namespace,
+                                                          secret_name(name, suffix), live=True)
+                made.append(secret_name(name, suffix))
+            out.events.append(EventSpec("Normal", "CertificatesGenerated",
+                                        f"generated {', '.join(made)}"))
+        try:
+            pairs: dict[str, KeyPair] = {s: parse_pair(name, s, found[s]) for s in SUFFIXES}
+        except PkiDamaged as exc:
+            message = (f"{exc}; the cluster's machines were deployed with it, so it is not "
+                       "replaced: restore it from a backup")
+            out.conditions.append(ConditionSpec.false(CERTIFICATES_AVAILABLE,
+                                                      "CertificatesDamaged", message))
+            return None
+        out.conditions.append(ConditionSpec.true(
+            CERTIFICATES_AVAILABLE, "Available",
+            f"{', '.join(secret_name(name, s) for s in SUFFIXES)}"))
+        return ClusterPki(**pairs)
+
+    async def _kubeconfig(self, raw: dict[str, Any], namespace: str, name: str,
+                          plan: EndpointPlan, pki: ClusterPki | None,
+                          out: ControlPlaneOutcome) -> ConditionSpec:
+        if pki is None:
+            return ConditionSpec.false(CONTROL_PLANE_REACHABLE, "CertificatesDamaged",
+                                       "no kubeconfig without the cluster's certificates")
+        if plan.endpoint is None:
+            return ConditionSpec.false(CONTROL_PLANE_REACHABLE, "WaitingForEndpoint",
+                                       plan.waiting)
+        secret_id = kubeconfig_secret_name(name)
+        current = await self.client.get(SECRETS, namespace, secret_id)
+        if current is not None:
+            try:
+                check_kubeconfig(current, name, plan.endpoint, pki.ca)
+            except KubeconfigStale as exc:
+                fresh = kubeconfig_secret(namespace, name,
+                                          admin_kubeconfig(name, plan.endpoint, pki.ca))
+                current["data"] = fresh["data"]
+                await self.client.update(SECRETS, current)
+                out.events.append(EventSpec("Normal", "KubeconfigWritten",
+                                            f"rewrote Secret {secret_id}: it {exc}"))
+            except KubeconfigDamaged as exc:
+                return ConditionSpec.false(
+                    CONTROL_PLANE_REACHABLE, "KubeconfigInvalid",
+                    f"Secret {secret_id} {exc}; delete it to have it rebuilt")
+        else:
+            secret = kubeconfig_secret(namespace, name,
+                                       admin_kubeconfig(name, plan.endpoint, pki.ca))
+            secret["metadata"]["ownerReferences"] = [_owner(raw)]
+            try:
+                await self.client.create(SECRETS, secret)
+            except AlreadyExists:
+                pass
+            out.events.append(EventSpec("Normal", "KubeconfigWritten",
+                                        f"wrote Secret {secret_id} for {plan.endpoint.url()}"))
+        return ConditionSpec(CONTROL_PLANE_REACHABLE, ConditionStatus.UNKNOWN, "NotProbed",
+                             f"Secret {secret_id} is sound; the endpoint "
+                             f"{plan.endpoint.url()} is not probed from the management plane")
+
+
+def _api_endpoint(endpoint: Endpoint | None) -> APIEndpoint | None:
+    if endpoint is None:
+        return None
+    return APIEndpoint(host=endpoint.host, port=endpoint.port)
+
+
+def _owner(raw: dict[str, Any]) -> dict[str, Any]:
+    meta = raw.get("metadata") or {}
+    return {"apiVersion": raw.get("apiVersion", "cluster.racksmith.io/v1alpha1"),
+            "kind": "Cluster", "name": meta.get("name"), "uid": meta.get("uid"),
+            "controller": True}
