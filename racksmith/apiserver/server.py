@@ -53,6 +53,7 @@ from racksmith.apiserver.store.etcd import EtcdConfig, EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 from racksmith.apiserver.users import TokenFile
+from racksmith.apiserver.x509auth import client_cert_context
 from racksmith.election import LeaderElector
 
 Obj = dict[str, Any]
@@ -79,6 +80,15 @@ class ApiServerConfig:
     watch_queue_size: int = 10_000
     """Live events buffered for one watch that is not keeping up; one more
     and the watch ends with a 410 Expired (the client re-lists)."""
+    tls_cert_file: Path | None = None
+    """Serve with this certificate (kube-apiserver's ``--tls-cert-file``)
+    instead of the one issued from DATA/pki/ca.crt; with ``tls_key_file``."""
+    tls_key_file: Path | None = None
+    client_ca_file: Path | None = None
+    """Accept client certificates this CA issued (kube-apiserver's
+    ``--client-ca-file``): CN the user, O its groups. With ``tls_cert_file``
+    it is also the CA the server's own kubeconfig trusts (kubeadm's layout:
+    one cluster CA issues both)."""
     max_watches: int = 4096
     """Concurrent watch streams served at most; one more is a 429 with
     Retry-After (each costs a queue and a task)."""
@@ -186,7 +196,15 @@ class ApiServer:
                 hosts.append(self.config.host)
             bundle = pki.ensure_pki(self.data_dir, hosts, ca_dir=shared)
             self.ca_pem = bundle.ca_cert_pem
-            ssl_context = bundle.ssl_context()
+            cfg = self.config
+            if cfg.tls_cert_file is not None and cfg.tls_key_file is not None:
+                ssl_context = client_cert_context(cfg.tls_cert_file, cfg.tls_key_file,
+                                                  cfg.client_ca_file)
+                if cfg.client_ca_file is not None:
+                    self.ca_pem = cfg.client_ca_file.read_bytes()
+            else:
+                ssl_context = client_cert_context(bundle.cert_path, bundle.key_path,
+                                                  cfg.client_ca_file)
         await self.store.open()
         await self._ensure_namespaces()
         await self.service.load_namespaces()

@@ -224,7 +224,8 @@ class Racksmith:
         self.server = ApiServer(
             ApiServerConfig(data_dir=s.data_dir, host=s.host, port=s.port,
                             insecure_http=s.insecure_http, etcd=etcd,
-                            shared_dir=s.shared_dir),
+                            shared_dir=s.shared_dir, tls_cert_file=s.tls_cert_file,
+                            tls_key_file=s.tls_key_file, client_ca_file=s.client_ca_file),
             ready=self.ready, metrics=self._metrics,
             extra_routes=console.routes(lambda: self.alertmanager_url) if s.console else [],
             public=console.is_public if s.console else (lambda _path: False))

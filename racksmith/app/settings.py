@@ -89,6 +89,12 @@ class Settings:
     """Serve the API from this etcd cluster (None: DATA/store.db)."""
     shared_dir: Path | None = None
     """The secrets API server replicas share (None: the data dir)."""
+    tls_cert_file: Path | None = None
+    """``racksmith apiserver --tls-cert-file`` (with ``tls_key_file``): serve
+    with this certificate, as kube-apiserver does (a cluster's control plane)."""
+    tls_key_file: Path | None = None
+    client_ca_file: Path | None = None
+    """``--client-ca-file``: accept client certificates this CA issued."""
     etcd_members: int = 0
     """``racksmith up --store etcd``: members of the local etcd cluster it starts."""
     apiserver_replicas: int = 1

@@ -344,9 +344,16 @@ def apiserver(
     shared_dir: Path = typer.Option(None, help="Directory of the secrets the replicas of "
                                     "one site share (CA, ServiceAccount key, token file); "
                                     "default: the data dir."),
+    tls_cert_file: Path = typer.Option(None, help="Serving certificate, as kube-apiserver's "
+                                       "(default: one issued from DATA/pki/ca.crt)."),
+    tls_private_key_file: Path = typer.Option(None, help="Its key."),
+    client_ca_file: Path = typer.Option(None, help="Accept client certificates this CA "
+                                        "issued (CN the user, O its groups), as "
+                                        "kube-apiserver's --client-ca-file."),
 ) -> None:
     """Run the embedded API server alone (no controllers); with --etcd-endpoints,
-    one of several replicas on one etcd cluster."""
+    one of several replicas on one etcd cluster; with a cluster's PKI
+    (--tls-cert-file, --client-ca-file), in place of its kube-apiserver."""
     _private_files()
     _logging(log_level)
     etcd = None
@@ -358,9 +365,17 @@ def apiserver(
                 raise typer.BadParameter(f"{path} is not a file", param_hint=hint)
         etcd = EtcdConfig(endpoints=endpoints, ca_file=etcd_cafile, cert_file=etcd_certfile,
                           key_file=etcd_keyfile, prefix=etcd_prefix)
+    for path, hint in ((tls_cert_file, "--tls-cert-file"),
+                       (tls_private_key_file, "--tls-private-key-file"),
+                       (client_ca_file, "--client-ca-file")):
+        if path is not None and not path.is_file():
+            raise typer.BadParameter(f"{path} is not a file", param_hint=hint)
+    if (tls_cert_file is None) != (tls_private_key_file is None):
+        raise typer.BadParameter("give both or neither", param_hint="--tls-cert-file")
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, log_level=log_level, with_ironic=False,
-                        etcd=etcd, shared_dir=shared_dir)
+                        etcd=etcd, shared_dir=shared_dir, tls_cert_file=tls_cert_file,
+                        tls_key_file=tls_private_key_file, client_ca_file=client_ca_file)
     _run(Racksmith(settings, with_controllers=False), False)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from racksmith.apiserver import discovery, errors
+from racksmith.apiserver import discovery, errors, x509auth
 from racksmith.apiserver import options as envelope
 from racksmith.apiserver.audit import AuditLog, AuditRecord
 from racksmith.apiserver.builtins import REVIEW_GROUPS
@@ -119,6 +119,12 @@ class HttpConfig:
 
 
 WS_BEARER_PREFIX = "base64url.bearer.authorization.k8s.io."
+
+
+def _peercert(request: web.Request) -> Any:
+    transport = request.transport
+    ssl_object = transport.get_extra_info("ssl_object") if transport is not None else None
+    return ssl_object.getpeercert() if ssl_object is not None else None
 
 
 def _websocket_bearer(request: web.Request) -> str:
@@ -301,8 +307,12 @@ def build_app(registry: Registry, service: ResourceService, config: HttpConfig) 
                 user = await config.sa_auth.user(token)
             if user is None:
                 raise errors.unauthorized()
-        elif not public and not config.anonymous:
-            raise errors.unauthorized()
+        else:
+            # A client certificate the TLS layer verified against the
+            # client CA (x509auth): CN the user, O its groups.
+            user = x509auth.user_of(_peercert(request))
+            if user is None and not public and not config.anonymous:
+                raise errors.unauthorized()
         if user is not None:
             request[USER_KEY] = user
             if authorizer is not None and not public:

@@ -1,0 +1,62 @@
+"""Client certificates as kube-apiserver's x509 authenticator reads them.
+
+Owns :func:`client_cert_context` (the serving TLS context that asks for a
+client certificate and verifies it against ``--client-ca-file``, without
+requiring one: a request may still carry a bearer token instead, or
+nothing, as on kube) and :func:`user_of` (the user a verified certificate
+names: the subject's CN is the user, each O a group, plus
+``system:authenticated``). Only a certificate the TLS layer verified
+against the client CA reaches :func:`user_of`: a certificate from another
+CA fails the handshake, as on kube-apiserver.
+
+This is what lets ``racksmith apiserver`` stand in for a cluster's
+kube-apiserver with the cluster's PKI (``--client-ca-file``,
+``--tls-cert-file``, ``--tls-private-key-file``): the cluster's admin
+kubeconfig (a client certificate in ``system:masters``) and the
+management plane's controllers (certificates of their own) work against it
+unchanged.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Any
+
+from racksmith.apiserver.pki import User
+
+AUTHENTICATED = "system:authenticated"
+
+
+def client_cert_context(cert_file: Path, key_file: Path, client_ca_file: Path | None
+                        ) -> ssl.SSLContext:
+    """A server-side TLS 1.2+ context presenting ``cert_file``; with
+    ``client_ca_file``, client certificates that CA issued are asked for
+    (optional) and verified."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=str(client_ca_file))
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
+
+
+def user_of(peercert: Any) -> User | None:
+    """The user of a verified client certificate (``SSLSocket.getpeercert()``
+    form); None when there is none or it names no CN."""
+    if not isinstance(peercert, dict) or not peercert:
+        return None
+    name = ""
+    groups: list[str] = []
+    for rdn in peercert.get("subject") or ():
+        for key, value in rdn:
+            if key == "commonName" and not name:
+                name = str(value)
+            elif key == "organizationName":
+                groups.append(str(value))
+    if not name:
+        return None
+    serial = str(peercert.get("serialNumber", ""))
+    return User(name=name, uid="", groups=(*groups, AUTHENTICATED),
+                credential_id=f"X509SHA256={serial}" if serial else "")
