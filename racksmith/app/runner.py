@@ -65,6 +65,7 @@ from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.access import Access
 from racksmith.runtime.client import Client
+from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.manager import Manager
 
@@ -88,12 +89,14 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                       on_step: Step = lambda _msg: None,
                       client_for: Callable[[str], Any] | None = None,
                       snapshotter: Snapshotter | None = None,
-                      backup_before_update: bool = True) -> list[Controller]:
+                      backup_before_update: bool = True,
+                      clusters: ClusterClients | None = None) -> list[Controller]:
     """Every controller ``racksmith up`` runs, built with ``settings`` (workers,
     timings): those of :func:`all_controllers` (the BareMetalHost controller
     when a ``provisioner`` is given), with a ``snapshotter`` the backup
     controller (and, unless ``backup_before_update`` is False, a backup
-    before every update plan starts) and, with
+    before every update plan starts), with ``clusters`` the probes of each
+    managed cluster's endpoint and, with
     emulated hosts and ``settings.reference_workloads``, the reference
     workload controller. ``client_for``: each controller's own client, by
     name (None: ``client``)."""
@@ -104,7 +107,8 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                                       agent_secret=AGENT_SECRET,
                                       alertmanager_url=alertmanager_url,
                                       backup_before_update=(snapshotter is not None
-                                                            and backup_before_update)),
+                                                            and backup_before_update),
+                                      clusters=clusters),
                                   timings=settings.timings.controllers, client_for=client_for)
     if snapshotter is not None:
         controllers.append(backup_controller(
@@ -144,6 +148,7 @@ class Racksmith:
     replicas: Replicas | None = None
     _started: bool = False
     _server_started: bool = False
+    cluster_clients: ClusterClients | None = None
 
     async def _apply_manifest(self, obj: dict[str, Any]) -> None:
         """Server-side apply of one ``--apply`` object (manager racksmith-apply,
@@ -274,7 +279,8 @@ class Racksmith:
                 # backups read the SQLite store; etcd is backed up with etcdctl
                 # (docs/ha.md): there a ControlPlaneBackup fails saying so
                 snapshotter=self._snapshotter() if self.uses_sqlite else EtcdStoreSnapshots(),
-                backup_before_update=self.uses_sqlite)
+                backup_before_update=self.uses_sqlite,
+                clusters=self._cluster_clients())
             self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
@@ -292,6 +298,16 @@ class Racksmith:
                 follow_clusters(progress_client, self.on_step), name="cluster-progress")
         self._started = True
         self.on_step("ready")
+
+    def _cluster_clients(self) -> ClusterClients | None:
+        """The per-cluster tracker, when endpoints are probed (its key files
+        under DATA/clusters)."""
+        s = self.settings
+        if not s.probe_cluster_endpoints:
+            return None
+        self.cluster_clients = ClusterClients(s.data_dir / "clusters",
+                                              probe_interval=s.cluster_probe_interval)
+        return self.cluster_clients
 
     async def _apply_restore_report(self) -> None:
         """After a restore: detach the hosts it found deployed after the backup
@@ -445,6 +461,8 @@ class Racksmith:
                 await self._progress_task
         if self.manager is not None:
             await self.manager.stop()
+        if self.cluster_clients is not None:
+            await self.cluster_clients.close()
         if self._manager_task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(self._manager_task, 30)

@@ -95,6 +95,14 @@ class Settings:
     tls_key_file: Path | None = None
     client_ca_file: Path | None = None
     """``--client-ca-file``: accept client certificates this CA issued."""
+    probe_cluster_endpoints: bool = False
+    """``racksmith up --probe-cluster-endpoints``: the Cluster controller
+    probes each managed cluster's endpoint (``/readyz``) and sets
+    ``ControlPlaneReachable`` from it. Off by default: the virtual
+    datacenter's clusters do not serve their own API yet, and their VIPs are
+    addresses of a network that does not exist on this machine."""
+    cluster_probe_interval: float = 30.0
+    """Seconds between two probes of one cluster's endpoint."""
     etcd_members: int = 0
     """``racksmith up --store etcd``: members of the local etcd cluster it starts."""
     apiserver_replicas: int = 1

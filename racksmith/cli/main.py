@@ -252,6 +252,10 @@ def up(
                                     "better another disk)."),
     backup_key_file: Path = typer.Option(None, help="Encrypt backups with this key file "
                                          "(32 bytes or more, kept away from the backups)."),
+    probe_cluster_endpoints: bool = typer.Option(
+        False, "--probe-cluster-endpoints", help="Probe each managed cluster's API endpoint "
+        "(/readyz) and set ControlPlaneReachable from it (off by default: emulated "
+        "clusters do not serve their own API yet)."),
     no_controllers: bool = typer.Option(False, "--no-controllers",
                                         help="Start no controller (run `racksmith "
                                         "controllers` as its own process)."),
@@ -323,7 +327,8 @@ def up(
                         backup_keep=backup_keep, backup_dir=backup_dir,
                         backup_key_file=backup_key_file, run_controllers=not no_controllers,
                         etcd_members=etcd_members if use_etcd else 0,
-                        apiserver_replicas=apiserver_replicas)
+                        apiserver_replicas=apiserver_replicas,
+                        probe_cluster_endpoints=probe_cluster_endpoints)
     _run(Racksmith(settings), progress, live)
 
 

@@ -61,6 +61,14 @@ def site_tree(clusters: Sequence[Obj], machines: Sequence[Obj],
         lines.append(f"cluster {ns}/{name}: {'Ready' if ready else 'not Ready'} "
                      f"({status.get('machinesReady', 0)}/{status.get('machinesTotal', 0)} "
                      f"machines, release {release})")
+        endpoint = status.get("controlPlaneEndpoint") or {}
+        if endpoint.get("host"):
+            reach = next((c for c in status.get("conditions") or []
+                          if c.get("type") == "ControlPlaneReachable"), {})
+            lines.append(f"  endpoint https://{endpoint['host']}:{endpoint.get('port')} "
+                         f"(reachable: {reach.get('status', 'Unknown')}, "
+                         f"{reach.get('reason', 'NotProbed')}; "
+                         f"racksmith kubeconfig --cluster {ns}/{name})")
         problem = _first_problem(cluster)
         if problem and not ready:
             lines.append(f"  ! {problem}")

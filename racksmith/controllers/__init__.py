@@ -65,6 +65,7 @@ from racksmith.controllers.volume.controller import ACCESS as VOLUME_ACCESS
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.access import Access
+from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
 
@@ -97,12 +98,16 @@ class ClusterOptions:
     ``backup_before_update``: the update controller asks for a
     ControlPlaneBackup before a plan's first step starts (a backup controller
     runs: ``racksmith.controllers.backup``).
+    ``clusters``: the per-cluster tracker (``racksmith.runtime.clusters``)
+    whose probes of each cluster's endpoint set ``ControlPlaneReachable``;
+    None: endpoints are not probed.
     """
 
     default_image: Image | None = None
     agent_secret: tuple[str, str] = ("racksmith-system", "racksmith-agent")
     alertmanager_url: str | None = None
     backup_before_update: bool = False
+    clusters: ClusterClients | None = None
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,8 @@ def all_controllers(
             machine_controller(c("machine"), default_image=cluster.default_image,
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
                                timings=t.machine, recorder=events),
-            cluster_controller(c("cluster"), workers=1, recorder=events),
+            cluster_controller(c("cluster"), workers=1, recorder=events,
+                               clusters=cluster.clusters),
             volume_controller(c("volume"), workers=min(workers, 2), timings=t.volume,
                               recorder=events),
             claim_binder_controller(c("claim-binder"), workers=1),

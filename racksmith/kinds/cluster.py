@@ -162,6 +162,14 @@ class ClusterStatus(RacksmithModel):
     conditions: list[Condition] = conditions_field()
 
 
+CONTROL_PLANE_ENDPOINT_VALID = "ControlPlaneEndpointValid"
+"""The Cluster condition saying its API endpoint (the VIP) is sound; False
+with the refusal's reason, no machine of the cluster starts deploying (the
+Machine controller reads it)."""
+ENDPOINT_WAITING = "WaitingForEndpoint"
+"""Its reason while the endpoint is simply not known yet (not a refusal)."""
+
+
 class Cluster(Resource):
     """A Kubernetes cluster built from bare-metal machines."""
 

@@ -293,6 +293,12 @@ class SharedInformer:
         if self._users == 0:
             self._clear()
 
+    async def stop(self) -> None:
+        """Stop list+watch whoever still uses it (the cluster it watches is
+        gone: ``runtime.clusters``)."""
+        self._users = 0
+        await self.release()
+
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()

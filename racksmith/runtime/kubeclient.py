@@ -91,6 +91,21 @@ def api_client_with_token(server: str, token: str, ca_file: Path | None) -> ApiC
     return client
 
 
+def api_client_with_certificate(server: str, ca_file: Path, cert_file: Path | None,
+                                key_file: Path | None) -> ApiClient:
+    """An ``ApiClient`` for ``server`` trusting the CA in ``ca_file``,
+    authenticated by the client certificate in ``cert_file``/``key_file``
+    (None: anonymous, for a probe of a public path such as ``/readyz``)."""
+    configuration = Configuration(host=server.rstrip("/"))
+    configuration.ssl_ca_cert = str(ca_file)
+    if cert_file is not None and key_file is not None:
+        configuration.cert_file = str(cert_file)
+        configuration.key_file = str(key_file)
+    client = ApiClient(configuration=configuration)
+    resolve_proxy_once(client)
+    return client
+
+
 def api_client_in_cluster() -> ApiClient:
     """An ``ApiClient`` from the pod's service account (when run as a Deployment)."""
     configuration = Configuration()

@@ -16,6 +16,7 @@ cache the same informers keep).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -94,4 +95,27 @@ class StaticSource:
         self._synced = True
 
 
-__all__ = ["KubeSource", "Resource", "Source", "StaticSource"]
+class ChannelSource:
+    """Keys pushed by code (controller-runtime's ``source.Channel``): e.g. a
+    cluster whose reachability changed. Synced from the start; keys pushed
+    while no controller reads are kept (once each) until one does."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[ObjectKey] = asyncio.Queue()
+
+    @property
+    def has_synced(self) -> bool:
+        return True
+
+    def push(self, key: ObjectKey) -> None:
+        self._queue.put_nowait(key)
+
+    def keys(self) -> AsyncIterator[ObjectKey]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ObjectKey]:
+        while True:
+            yield await self._queue.get()
+
+
+__all__ = ["ChannelSource", "KubeSource", "Resource", "Source", "StaticSource"]

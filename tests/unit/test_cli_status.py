@@ -51,3 +51,13 @@ def test_ready_only_when_everything_is() -> None:
     assert ready
     lines, ready = site_tree([], [], [])
     assert not ready and "no Cluster yet" in lines[0]
+
+
+def test_a_cluster_shows_its_endpoint_and_reachability() -> None:
+    obj = cluster(True)
+    obj["status"]["controlPlaneEndpoint"] = {"host": "10.10.0.5", "port": 6443}
+    obj["status"]["conditions"].append({"type": "ControlPlaneReachable", "status": "True",
+                                        "reason": "Reachable", "message": "ok"})
+    lines, _ = site_tree([obj], [], [])
+    assert ("  endpoint https://10.10.0.5:6443 (reachable: True, Reachable; racksmith "
+            "kubeconfig --cluster default/demo)") in lines

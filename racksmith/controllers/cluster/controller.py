@@ -34,6 +34,7 @@ from racksmith.controlplane.pki import CLUSTER_NAME_LABEL
 from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
+from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.conditions import set_condition
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
@@ -42,6 +43,7 @@ from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES, SECRETS
 from racksmith.runtime.result import Done, Result
+from racksmith.runtime.source import Source
 
 CONTROLLER_NAME = "cluster"
 ACCESS = (watches(CLUSTERS, MACHINES, RELEASES, SECRETS)
@@ -104,11 +106,12 @@ class ClusterReconciler:
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
                  logger: Any = None, recorder: EventRecorder | None = None,
-                 namespace: str | None = None) -> None:
+                 namespace: str | None = None, clusters: ClusterClients | None = None
+                 ) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.client.add_index(CLUSTERS, RELEASE_INDEX, field_index("spec.release"), namespace)
         self.client.add_index(CLUSTERS, VIP_INDEX, field_index("spec.apiServer.vip"), namespace)
-        self.control_plane = ControlPlaneData(self.client, namespace)
+        self.control_plane = ControlPlaneData(self.client, namespace, clusters)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
@@ -119,6 +122,7 @@ class ClusterReconciler:
         client = self.client
         raw = await client.get(CLUSTERS, key.namespace, key.name)
         if raw is None:
+            await self.control_plane.forget(key.namespace, key.name)
             return Done()
         cluster = Cluster.model_validate(raw)
         machines: list[Machine] = []
@@ -169,20 +173,25 @@ def cluster_controller(
     namespace: str | None = None,
     logger: Any = None,
     recorder: EventRecorder | None = None,
+    clusters: ClusterClients | None = None,
 ) -> Controller:
     """The runtime Controller for Clusters (see the module docstring).
 
     ``namespace``: watch one namespace only (None: all). ``recorder``: the
-    process's EventRecorder (None: one of its own).
+    process's EventRecorder (None: one of its own). ``clusters``: the
+    per-cluster tracker whose probes set ``ControlPlaneReachable`` (None:
+    endpoints are not probed).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = ClusterReconciler(api_client, clock, logger=logger, recorder=recorder,
-                                   namespace=namespace)
+                                   namespace=namespace, clusters=clusters)
     client = reconciler.client
-    sources = [
+    sources: list[Source] = [
         client.source(CLUSTERS, namespace=namespace, mapper=vip_peer_keys(client, namespace)),
         client.source(MACHINES, namespace=namespace, mapper=machine_cluster_keys),
         client.source(RELEASES, mapper=release_cluster_keys(client, namespace)),
         client.source(SECRETS, namespace=namespace, mapper=secret_cluster_keys),
     ]
+    if clusters is not None:
+        sources.append(clusters.changes)
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

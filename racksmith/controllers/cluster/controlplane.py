@@ -21,9 +21,11 @@ proposes the status; the reconciler writes it with the rest):
    One that does not trust the cluster CA or holds no certificate it issued
    sets ``ControlPlaneReachable=False`` (reason ``KubeconfigInvalid``) and
    is left for its owner to fix or delete (deleting it has it rebuilt).
-   While it is sound, ``ControlPlaneReachable`` is ``Unknown``
-   (``NotProbed``): the management plane does not probe a cluster's
-   endpoint yet.
+   While it is sound, ``ControlPlaneReachable`` is what the runtime's
+   per-cluster tracker (``racksmith.runtime.clusters``) last saw of the
+   endpoint's ``/readyz`` (``Reachable``, ``Unreachable``, ``NotReady``; the
+   probe runs in the background, never in the reconcile); without a tracker
+   (``probe`` off) it is ``Unknown`` (``NotProbed``).
 4. ``ControlPlaneAvailable``: True once a control-plane (master) machine is
    Ready, with how many of them are.
 
@@ -61,6 +63,8 @@ from racksmith.controlplane.pki import (
     secret_name,
 )
 from racksmith.kinds.cluster import (
+    CONTROL_PLANE_ENDPOINT_VALID,
+    ENDPOINT_WAITING,
     AddressType,
     APIEndpoint,
     Cluster,
@@ -70,11 +74,13 @@ from racksmith.kinds.cluster import (
 )
 from racksmith.kinds.common import ConditionStatus
 from racksmith.runtime.client import Client
+from racksmith.runtime.clusters import NOT_PROBED, ClusterAccess, ClusterClients
 from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
 from racksmith.runtime.errors import AlreadyExists
+from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import CLUSTERS, SECRETS
 
-ENDPOINT_VALID = "ControlPlaneEndpointValid"
+ENDPOINT_VALID = CONTROL_PLANE_ENDPOINT_VALID
 CERTIFICATES_AVAILABLE = "CertificatesAvailable"
 CONTROL_PLANE_AVAILABLE = "ControlPlaneAvailable"
 CONTROL_PLANE_REACHABLE = "ControlPlaneReachable"
@@ -134,8 +140,11 @@ def availability(masters: Sequence[Machine]) -> ConditionSpec:
 class ControlPlaneData:
     """Keeps one Cluster's control-plane Secrets (see the module docstring)."""
 
-    def __init__(self, client: Client, namespace: str | None = None) -> None:
+    def __init__(self, client: Client, namespace: str | None = None,
+                 clusters: ClusterClients | None = None) -> None:
         self.client = client
+        self.clusters = clusters
+        """The per-cluster tracker that probes endpoints (None: no probing)."""
         self.namespace = namespace
         """The namespace the controller watches (None: all): where VIP clashes are seen."""
 
@@ -150,6 +159,7 @@ class ControlPlaneData:
         plan = await self._plan(raw, cluster, masters)
         available = availability(masters)
         if plan.problem is not None:
+            await self.forget(namespace, name)
             why = plan.problem
             before = find(cluster.status.conditions if cluster.status else [], ENDPOINT_VALID)
             news = [] if before is not None and before.reason == why.reason else [
@@ -164,7 +174,7 @@ class ControlPlaneData:
         out = ControlPlaneOutcome(_api_endpoint(plan.endpoint), [
             ConditionSpec.true(ENDPOINT_VALID, "Valid", "the API endpoint is sound")
             if plan.endpoint is not None else
-            ConditionSpec.false(ENDPOINT_VALID, "WaitingForEndpoint", plan.waiting)])
+            ConditionSpec.false(ENDPOINT_VALID, ENDPOINT_WAITING, plan.waiting)])
         pki = await self._certificates(raw, namespace, name, machines, out)
         out.conditions.append(available)
         out.conditions.append(await self._kubeconfig(raw, namespace, name, plan, pki, out))
@@ -252,9 +262,22 @@ class ControlPlaneData:
                 pass
             out.events.append(EventSpec("Normal", "KubeconfigWritten",
                                         f"wrote Secret {secret_id} for {plan.endpoint.url()}"))
-        return ConditionSpec(CONTROL_PLANE_REACHABLE, ConditionStatus.UNKNOWN, "NotProbed",
-                             f"Secret {secret_id} is sound; the endpoint "
-                             f"{plan.endpoint.url()} is not probed from the management plane")
+        if self.clusters is None:
+            return ConditionSpec(CONTROL_PLANE_REACHABLE, ConditionStatus.UNKNOWN, NOT_PROBED,
+                                 f"Secret {secret_id} is sound; the endpoint "
+                                 f"{plan.endpoint.url()} is not probed from the management "
+                                 "plane")
+        verdict = self.clusters.track(ObjectKey(namespace, name), ClusterAccess(
+            server=plan.endpoint.url(), ca_pem=pki.ca.cert_pem))
+        status = {True: ConditionStatus.TRUE, False: ConditionStatus.FALSE}.get(
+            verdict.reachable, ConditionStatus.UNKNOWN) if verdict.reachable is not None \
+            else ConditionStatus.UNKNOWN
+        return ConditionSpec(CONTROL_PLANE_REACHABLE, status, verdict.reason, verdict.message)
+
+    async def forget(self, namespace: str, name: str) -> None:
+        """The Cluster is gone (or has no endpoint): stop tracking it."""
+        if self.clusters is not None:
+            await self.clusters.drop(ObjectKey(namespace, name))
 
 
 def _api_endpoint(endpoint: Endpoint | None) -> APIEndpoint | None:

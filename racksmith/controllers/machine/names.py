@@ -43,6 +43,7 @@ def user_data_secret(machine: str) -> str:
 
 # Condition types.
 CLUSTER_FOUND = "ClusterFound"
+CLUSTER_ENDPOINT_VALID = "ClusterEndpointValid"
 RELEASE_FOUND = "ReleaseFound"
 HOST_CLAIMED = "HostClaimed"
 NETWORK_READY = "NetworkReady"

@@ -39,8 +39,20 @@ from racksmith.controllers.machine.selection import (
     state_of,
 )
 from racksmith.controllers.machine.userdata import AgentAccess, render_user_data
-from racksmith.kinds.cluster import Cluster, Machine, MachineAddress, MachinePhase
-from racksmith.kinds.common import ConditionStatus, LocalObjectReference, ObjectReference
+from racksmith.kinds.cluster import (
+    CONTROL_PLANE_ENDPOINT_VALID,
+    ENDPOINT_WAITING,
+    Cluster,
+    Machine,
+    MachineAddress,
+    MachinePhase,
+)
+from racksmith.kinds.common import (
+    Condition,
+    ConditionStatus,
+    LocalObjectReference,
+    ObjectReference,
+)
 from racksmith.kinds.ipam import IpamHostSpec, IpamHostState, NICMapping
 from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, LCMMachineSpec
 from racksmith.kinds.metal import BareMetalHost, Image
@@ -48,6 +60,18 @@ from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.planners.release import plan_state_items
 from racksmith.planners.roles import LABEL_PREFIX, NodeRoles, plan_node_roles
 from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
+
+
+def endpoint_refusal(cluster: Cluster) -> Condition | None:
+    """The Cluster's ``ControlPlaneEndpointValid`` condition when it refuses
+    the endpoint (not while the endpoint is merely unknown yet), else None."""
+    cond = find(cluster.status.conditions if cluster.status else [],
+                CONTROL_PLANE_ENDPOINT_VALID)
+    if cond is None or cond.status is not ConditionStatus.FALSE or \
+            cond.reason == ENDPOINT_WAITING:
+        return None
+    return cond
+
 
 # --- actions --------------------------------------------------------------------
 
@@ -267,6 +291,15 @@ def _build(w: _Walk) -> Step:
             n.CLUSTER_FOUND, n.NOT_FOUND, f"cluster {ns}/{cluster_name} not found"),
             ready="Pending", phase=kept)
     w.ok(ConditionSpec.true(n.CLUSTER_FOUND, n.FOUND, f"cluster {ns}/{cluster_name}"))
+    refused = endpoint_refusal(o.cluster)
+    if refused is not None and kept is MachinePhase.PENDING:
+        # A cluster whose endpoint is refused (a VIP outside its control-plane
+        # network, another cluster's VIP) gets nothing deployed; a machine
+        # already past Pending finishes what it started.
+        raise w.stop(Wait(None), ConditionSpec.false(
+            n.CLUSTER_ENDPOINT_VALID, refused.reason or "Invalid",
+            f"cluster {ns}/{cluster_name}: {refused.message}; nothing is deployed until "
+            "it is fixed"), ready="Pending", phase=kept)
     release_name = release_to_render(m, o.cluster, o.lcm) or o.cluster.spec.release
     if o.release is None or o.release.metadata.name != release_name:
         raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(

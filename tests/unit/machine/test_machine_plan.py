@@ -35,7 +35,7 @@ from racksmith.controllers.machine.plan import (
 )
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import render_user_data, token_fresh, token_of
-from racksmith.kinds.cluster import AddressType, MachinePhase
+from racksmith.kinds.cluster import AddressType, ClusterStatus, MachinePhase
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hostannotations import DETACHED, PAUSED
 from racksmith.planners.release import NETPLAN_ITEM
@@ -430,3 +430,27 @@ def test_a_vanished_host_rewrites_host_provisioned_too() -> None:
         assert by_type[kind].status is ConditionStatus.FALSE
         assert by_type[kind].reason == n.HOST_GONE
         assert "h1 is gone" in by_type[kind].message
+
+
+def _cluster_with_endpoint(status: str, reason: str) -> Any:
+    cluster = b.cluster()
+    return cluster.model_copy(update={"status": ClusterStatus.model_validate({"conditions": [{
+        "type": "ControlPlaneEndpointValid", "status": status, "reason": reason,
+        "message": "spec.apiServer.vip 10.9.0.5 is in none of the control-plane networks",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]})})
+
+
+def test_a_cluster_whose_endpoint_is_refused_gets_nothing_deployed() -> None:
+    """A Pending machine of a cluster whose VIP is refused claims no host; one
+    whose endpoint is only not known yet goes on; one past Pending finishes."""
+    refused = _cluster_with_endpoint("False", "VIPOutsideControlPlaneNetwork")
+    step = decide(b.observed(cluster=refused, hosts=(b.host("h1"),)))
+    assert step.action == Wait(None) and step.phase is MachinePhase.PENDING
+    assert cond(step, n.CLUSTER_ENDPOINT_VALID) == (ConditionStatus.FALSE,
+                                                    "VIPOutsideControlPlaneNetwork")
+    waiting = _cluster_with_endpoint("False", "WaitingForEndpoint")
+    assert isinstance(decide(b.observed(cluster=waiting, hosts=(b.host("h1"),))).action,
+                      ClaimHost)
+    deployed = b.machine(status={"phase": "Deploying"})
+    step = decide(b.observed(deployed, cluster=refused, **provisioned()))
+    assert cond(step, n.CLUSTER_ENDPOINT_VALID) is None

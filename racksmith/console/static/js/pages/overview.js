@@ -44,6 +44,16 @@ export function mount(el, _params, _ctx) {
             return h("span", {}, badge(word, cp.healthy ? "ok" : cp.quorum ? "busy" : "err"),
               " ", h("span", { class: "muted" }, `${cp.ready}/${cp.total} members Ready`));
           } },
+          { key: "endpoint", title: "API endpoint", render: (c) => {
+            const s = c.status || {};
+            const ep = s.controlPlaneEndpoint;
+            if (!ep) return h("span", { class: "muted" }, "not known yet");
+            const reach = (s.conditions || []).find((x) => x.type === "ControlPlaneReachable") || {};
+            const word = reach.status === "True" ? "Reachable"
+              : reach.status === "False" ? (reach.reason || "Unreachable") : "Not probed";
+            return h("span", { title: reach.message || "" }, `${ep.host}:${ep.port} `,
+              badge(word, reach.status === "True" ? "ok" : reach.status === "False" ? "err" : "busy"));
+          } },
           { key: "machines", title: "Machines ready", render: (c) => {
             const s = c.status || {};
             const total = s.machinesTotal || 0;
