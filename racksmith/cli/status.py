@@ -63,7 +63,7 @@ def site_tree(clusters: Sequence[Obj], machines: Sequence[Obj],
                      f"machines, release {release})")
         endpoint = status.get("controlPlaneEndpoint") or {}
         if endpoint.get("host"):
-            reach = next((c for c in status.get("conditions") or []
+            reach: Obj = next((c for c in status.get("conditions") or []
                           if c.get("type") == "ControlPlaneReachable"), {})
             lines.append(f"  endpoint https://{endpoint['host']}:{endpoint.get('port')} "
                          f"(reachable: {reach.get('status', 'Unknown')}, "
