@@ -516,3 +516,64 @@ async def _exists(fetch: Awaitable[Any]) -> bool:
 
 async def _gone(fetch: Awaitable[Any]) -> bool:
     return await fetch is None
+
+
+async def test_an_update_of_one_cluster_never_touches_another(client: ApiClient,
+                                                              ns: str) -> None:
+    """Two clusters in one namespace, each with a master and a worker; the
+    real node flow updates ``demo``. No maintenance request is ever made for
+    ``other``'s machines, none of its Nodes is ever cordoned, and it keeps
+    its release (the split every later change builds on: examples/two-clusters)."""
+    world = World(client, ns)
+    await world.setup(masters=("m0",), workers=("w0",), update={"autoCommence": True})
+    await world.create(CLUSTER, "clusters", {
+        "apiVersion": f"{CLUSTER}/{V}", "kind": "Cluster", "metadata": {"name": "other"},
+        "spec": {"release": "rel-1", "update": {"autoCommence": True}}})
+    others = ("om0", "ow0")
+    for name in others:
+        await world.create(CLUSTER, "machines", {
+            "apiVersion": f"{CLUSTER}/{V}", "kind": "Machine", "metadata": {"name": name},
+            "spec": {"clusterName": "other",
+                     "roles": ["master", "etcd"] if name == "om0" else ["node"]}})
+        await world.create(LCM, "lcmmachines", {
+            "apiVersion": f"{LCM}/{V}", "kind": "LCMMachine", "metadata": {"name": name},
+            "spec": {"machineRef": {"name": name}, "clusterName": "other",
+                     "release": "rel-1"}})
+        await world.agent(name, "rel-1")
+        await world.core.create_node({"apiVersion": "v1", "kind": "Node",
+                                      "metadata": {"name": name}, "status": {
+                                          "conditions": [{"type": "Ready", "status": "True"}]}})
+    stop = asyncio.Event()
+    touched: set[str] = set()
+
+    async def agent_and_watch() -> None:
+        while not stop.is_set():
+            for name in ("m0", "w0"):
+                machine = await world.get(CLUSTER, "machines", name)
+                pin = ((machine or {}).get("metadata") or {}).get("annotations", {}).get(
+                    RELEASE_ANNOTATION)
+                if pin and await world.release(name) != pin:
+                    await world.agent(name, pin)
+            touched.update(set(await world.nmrs()) & set(others))
+            for name in others:
+                spec = (await world.core.read_node(name)).spec
+                if spec is not None and spec.unschedulable:
+                    touched.add(name)
+            await asyncio.sleep(0.05)
+
+    task = asyncio.create_task(agent_and_watch())
+    try:
+        async with running(client, NodeMaintenance(client, timings=TIMINGS.node_flow)):
+            await world.set_release("rel-2")
+            await eventually(lambda: _exists(world.plan()), "plan demo-rel-2")
+            await world.in_phase("Completed")
+    finally:
+        stop.set()
+        await task
+    assert touched == set(), touched
+    assert await world.get(LCM, "clusterupdateplans", "other-rel-2") is None
+    for name in others:
+        assert await world.release(name) == "rel-1"
+        assert not [e for e in await world.events(name, "default") if e.reason == "Cordoned"]
+    for name in ("m0", "w0"):
+        assert await world.release(name) == "rel-2"

@@ -38,8 +38,8 @@ def ours() -> list[dict[str, Any]]:
     return [d for d in documents() if (d.get("apiVersion"), d.get("kind")) in KINDS]
 
 
-def by_name(kind: str) -> dict[str, dict[str, Any]]:
-    return {d["metadata"]["name"]: d for d in documents() if d.get("kind") == kind}
+def by_name(kind: str, *parts: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in documents(*parts) if d.get("kind") == kind}
 
 
 def _id(doc: dict[str, Any]) -> str:
@@ -75,10 +75,10 @@ def test_release_1_1_0_is_1_0_0_with_a_rebooting_kernel() -> None:
 
 
 def test_machines_name_existing_update_groups_and_racks() -> None:
-    groups = by_name("UpdateGroup")
+    groups = by_name("UpdateGroup", "cluster")
     assert {g: (d["spec"]["index"], d["spec"]["concurrentUpdates"])
             for g, d in groups.items()} == {"demo-workers-a": (1, 1), "demo-workers-b": (2, 1)}
-    for machine in by_name("Machine").values():
+    for machine in by_name("Machine", "cluster").values():
         labels = machine["metadata"]["labels"]
         rack = labels[RACK_LABEL]
         if "master" in machine["spec"]["roles"]:
@@ -88,3 +88,20 @@ def test_machines_name_existing_update_groups_and_racks() -> None:
                                            "rack-b": "demo-workers-b"}[rack]
             assert groups[labels[GROUP_LABEL]]["metadata"]["namespace"] == \
                 machine["metadata"]["namespace"]
+
+
+def test_two_clusters_have_their_own_networks_vips_and_machines() -> None:
+    """examples/two-clusters: two Clusters whose VIPs lie in their own
+    control-plane networks (distinct), each with a master and a worker."""
+    clusters = by_name("Cluster", "two-clusters")
+    assert sorted(clusters) == ["alpha", "beta"]
+    vips = {name: c["spec"]["apiServer"]["vip"] for name, c in clusters.items()}
+    assert vips == {"alpha": "10.10.0.5", "beta": "10.30.0.5"}
+    for name, cluster in clusters.items():
+        cidr = cluster["spec"]["networks"]["controlPlaneCIDRs"][0]
+        assert vips[name].rsplit(".", 1)[0] == cidr.rsplit(".", 1)[0]
+    machines = by_name("Machine", "two-clusters")
+    for name in ("alpha", "beta"):
+        roles = sorted(tuple(m["spec"]["roles"]) for m in machines.values()
+                       if m["spec"]["clusterName"] == name)
+        assert roles == [("master", "etcd"), ("node",)]
