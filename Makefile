@@ -10,7 +10,7 @@ IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
 IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fake/__init__.py
 # What running needs (make up) and what only the tests add (make test).
 DEBS := xfsprogs genisoimage ipmitool etcd-server
-DEV_DEBS := chromium etcd-client
+DEV_DEBS := chromium etcd-client haproxy keepalived
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install install-dev up test test-quick test-unit test-integration test-e2e \

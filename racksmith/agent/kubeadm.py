@@ -57,7 +57,8 @@ def render_config(
     if cluster.get("kubernetesVersion"):
         cluster_doc["kubernetesVersion"] = _k8s_version(str(cluster["kubernetesVersion"]))
     if cluster.get("apiServerVIP"):
-        cluster_doc["controlPlaneEndpoint"] = f"{cluster['apiServerVIP']}:6443"
+        port = cluster.get("apiServerPort") or 6443
+        cluster_doc["controlPlaneEndpoint"] = f"{cluster['apiServerVIP']}:{port}"
     if networking:
         cluster_doc["networking"] = networking
     phase_doc: dict[str, Any] = {

@@ -170,6 +170,7 @@ def _context(release: ClusterRelease, roles: tuple[Role, ...], cluster: Cluster)
         "release": release.spec.version,
         "kubernetesVersion": release.spec.kubernetes_version,
         "apiServerVIP": spec.api_server.vip,
+        "apiServerPort": spec.api_server.port,
         "keepalived": spec.api_server.keepalived,
         "podSubnet": spec.networks.pods,
         "serviceSubnet": spec.networks.services,

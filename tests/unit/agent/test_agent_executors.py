@@ -438,3 +438,11 @@ async def test_emulated_symlink_out_of_root_refused(emulated: ExecContext,
     with pytest.raises(HostError, match="outside"):
         await executors.apply(item("file", path="/etc/x", content="x"), emulated)
     assert not (outside / "x").exists()
+
+
+def test_kubeadm_control_plane_endpoint_is_the_vip_and_the_cluster_port() -> None:
+    """``controlPlaneEndpoint`` = spec.apiServer.vip and spec.apiServer.port
+    (the endpoint the Cluster controller writes into the admin kubeconfig)."""
+    docs = list(yaml.safe_load_all(kubeadm.render_config(
+        "init", {**CLUSTER, "apiServerPort": 7443}, NODE)))
+    assert docs[0]["controlPlaneEndpoint"] == "10.0.0.100:7443"

@@ -97,7 +97,8 @@ def test_kubeadm_gets_cluster_context() -> None:
     assert join.params["phase"] == "join"
     assert join.params["cluster"] == {
         "name": "prod", "release": "1.4.0", "kubernetesVersion": "1.31.4",
-        "apiServerVIP": "10.0.10.5", "keepalived": True, "podSubnet": "10.233.0.0/16",
+        "apiServerVIP": "10.0.10.5", "apiServerPort": 6443, "keepalived": True,
+        "podSubnet": "10.233.0.0/16",
         "serviceSubnet": "10.96.0.0/12", "controlPlaneCIDRs": ["10.0.10.0/24"],
         "workloadPlaneCIDRs": [], "roles": ["master", "etcd"],
     }
