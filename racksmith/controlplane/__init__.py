@@ -12,7 +12,9 @@ HAProxy) render from one source:
   (``status.controlPlaneEndpoint``) and whether its VIP is sound (inside a
   control-plane network, not another cluster's);
 * :mod:`.kubeconfig` — the admin kubeconfig (``<cluster>-kubeconfig``, key
-  ``value``), for people.
+  ``value``), for people;
+* :mod:`.haproxy` — the proxy in front of every control-plane API server;
+* :mod:`.vrrp` — keepalived's VRRP router ids and configuration of the VIP.
 
 Called by the Cluster controller (which writes the Secrets and the status)
 and by the CLI (``racksmith kubeconfig --cluster``).

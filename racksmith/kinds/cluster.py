@@ -79,6 +79,11 @@ class APIServer(RacksmithModel):
     )
     port: int = Field(default=6443, ge=1, le=65535,
                       description="Port of the API on the VIP (or node address).")
+    virtual_router_id: int | None = Field(
+        default=None, ge=1, le=255, alias="virtualRouterID",
+        description="VRRP virtual_router_id of the VIP (keepalived); empty: Racksmith "
+        "allocates one unique among the clusters on overlapping control-plane networks.",
+    )
     keepalived: bool = Field(
         default=True, description="Let Racksmith hold the VIP with keepalived (VRRP unicast)."
     )
@@ -158,6 +163,11 @@ class ClusterStatus(RacksmithModel):
     control_plane_endpoint: APIEndpoint | None = Field(
         default=None,
         description="Where the cluster's API is reached (the kubeconfig's server).",
+    )
+    virtual_router_id: int | None = Field(
+        default=None, ge=1, le=255, alias="virtualRouterID",
+        description="VRRP virtual_router_id keepalived holds the VIP with (kept once "
+        "allocated).",
     )
     conditions: list[Condition] = conditions_field()
 

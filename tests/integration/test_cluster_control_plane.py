@@ -178,3 +178,34 @@ async def test_kubeconfig_cli_refuses_a_bad_reference(tmp_path: Path) -> None:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, err = await proc.communicate()
     assert proc.returncode == 2 and "NAMESPACE/NAME" in err.decode()
+
+
+async def test_router_ids_are_unique_per_segment_and_a_clash_is_refused(
+        client: ApiClient, ns: str) -> None:
+    world = World(client, ns)
+    async with running(cluster_controller(client, namespace=ns)):
+        await world.create(CLUSTER, "clusters", cluster("one", "10.10.0.8"))
+        await world.says("one", "ControlPlaneEndpointValid", "True", "Valid")
+        await world.create(CLUSTER, "clusters", cluster("two", "10.10.0.9"))
+        await world.says("two", "ControlPlaneEndpointValid", "True", "Valid")
+        ids = {name: ((await world.get(CLUSTER, "clusters", name) or {})["status"]
+                      .get("virtualRouterID")) for name in ("one", "two")}
+        assert ids == {"one": 1, "two": 2}
+        vrrp = await world.secret("one-vrrp")
+        assert vrrp is not None
+        word = base64.b64decode(vrrp["data"]["authPass"]).decode()
+        assert len(word) == 8 and word.isalnum()
+        clash = cluster("three", "10.10.0.10")
+        clash["spec"]["apiServer"]["virtualRouterID"] = 2
+        await world.create(CLUSTER, "clusters", clash)
+        cond = await world.says("three", "ControlPlaneEndpointValid", "False",
+                                "VirtualRouterIDConflict")
+        assert f"{ns}/two" in cond["message"]
+        assert await world.secret("three-ca") is None
+        # On another network the same id is free.
+        far = cluster("four", "10.40.0.5", cidrs=("10.40.0.0/24",))
+        far["spec"]["apiServer"]["virtualRouterID"] = 2
+        await world.create(CLUSTER, "clusters", far)
+        await world.says("four", "ControlPlaneEndpointValid", "True", "Valid")
+        assert (await world.get(CLUSTER, "clusters", "four") or {})["status"][
+            "virtualRouterID"] == 2

@@ -137,6 +137,8 @@ class ClusterReconciler:
         status = summarize(cluster, mine, release_found, now=now)
         plane = await self.control_plane.reconcile(raw, cluster, mine)
         status.control_plane_endpoint = plane.endpoint
+        if plane.router_id is not None:
+            status.virtual_router_id = plane.router_id
         for spec in plane.conditions:
             status.conditions = set_condition(status.conditions, spec, now,
                                               cluster.metadata.generation)

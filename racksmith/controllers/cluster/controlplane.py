@@ -9,6 +9,13 @@ proposes the status; the reconciler writes it with the rest):
    machines' addresses. A refused VIP sets ``ControlPlaneEndpointValid=False``
    with the reason (``VIPInvalid``, ``VIPOutsideControlPlaneNetwork``,
    ``VIPConflict``) and nothing is made for the cluster.
+   With a VIP held by keepalived (``spec.apiServer.keepalived``), the VRRP
+   ``virtual_router_id`` (``racksmith.controlplane.vrrp``: the one the spec
+   asks for, else the one recorded in ``status.virtualRouterID``, else the
+   lowest free among clusters on overlapping control-plane networks) and
+   the Secret ``<cluster>-vrrp`` (key ``authPass``) with keepalived's
+   authentication; a router id clash (``VirtualRouterIDConflict``) or none
+   free (``VirtualRouterIDsExhausted``) refuses the endpoint like a bad VIP.
 2. **Certificates** (``CertificatesAvailable``, Cluster API's condition):
    ``<cluster>-ca``, ``-proxy``, ``-etcd``, ``-sa``, owned by the Cluster.
    A missing one is generated only while no machine of the cluster has been
@@ -40,7 +47,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from racksmith.controlplane.endpoint import ClusterVip, Endpoint, EndpointPlan, plan_endpoint
+from racksmith.controlplane.endpoint import (
+    ClusterVip,
+    Endpoint,
+    EndpointPlan,
+    EndpointProblem,
+    plan_endpoint,
+)
 from racksmith.controlplane.kubeconfig import (
     KubeconfigDamaged,
     KubeconfigStale,
@@ -61,6 +74,14 @@ from racksmith.controlplane.pki import (
     parse_pair,
     pki_secret,
     secret_name,
+)
+from racksmith.controlplane.vrrp import (
+    RouterClaim,
+    RouterIdProblem,
+    allocate_router_id,
+    new_auth_pass,
+    vrrp_secret,
+    vrrp_secret_name,
 )
 from racksmith.kinds.cluster import (
     CONTROL_PLANE_ENDPOINT_VALID,
@@ -93,6 +114,7 @@ class ControlPlaneOutcome:
     """What the control-plane part proposes for the Cluster's status."""
 
     endpoint: APIEndpoint | None
+    router_id: int | None = None
     conditions: list[ConditionSpec] = field(default_factory=list)
     events: list[EventSpec] = field(default_factory=list)
 
@@ -158,24 +180,34 @@ class ControlPlaneData:
         masters = control_plane_machines(machines)
         plan = await self._plan(raw, cluster, masters)
         available = availability(masters)
+        router_id: int | None = None
+        if plan.problem is None and cluster.spec.api_server.vip \
+                and cluster.spec.api_server.keepalived:
+            try:
+                router_id = await self._router_id(raw, cluster)
+            except RouterIdProblem as exc:
+                plan = EndpointPlan(None, EndpointProblem(exc.reason, str(exc)))
         if plan.problem is not None:
             await self.forget(namespace, name)
             why = plan.problem
             before = find(cluster.status.conditions if cluster.status else [], ENDPOINT_VALID)
             news = [] if before is not None and before.reason == why.reason else [
                 EventSpec("Warning", why.reason, why.message)]
-            return ControlPlaneOutcome(None, [
+            return ControlPlaneOutcome(None, conditions=[
                 ConditionSpec.false(ENDPOINT_VALID, why.reason, why.message),
                 ConditionSpec.false(CERTIFICATES_AVAILABLE, "EndpointInvalid",
                                     "nothing is made for a cluster whose endpoint is refused"),
                 available,
                 ConditionSpec.false(CONTROL_PLANE_REACHABLE, "EndpointInvalid", why.message),
-            ], news)
-        out = ControlPlaneOutcome(_api_endpoint(plan.endpoint), [
-            ConditionSpec.true(ENDPOINT_VALID, "Valid", "the API endpoint is sound")
-            if plan.endpoint is not None else
-            ConditionSpec.false(ENDPOINT_VALID, ENDPOINT_WAITING, plan.waiting)])
+            ], events=news)
+        valid = (ConditionSpec.true(ENDPOINT_VALID, "Valid", "the API endpoint is sound")
+                 if plan.endpoint is not None else
+                 ConditionSpec.false(ENDPOINT_VALID, ENDPOINT_WAITING, plan.waiting))
+        out = ControlPlaneOutcome(_api_endpoint(plan.endpoint), router_id=router_id,
+                                  conditions=[valid])
         pki = await self._certificates(raw, namespace, name, machines, out)
+        if router_id is not None:
+            await self._vrrp_secret(raw, namespace, name, out)
         out.conditions.append(available)
         out.conditions.append(await self._kubeconfig(raw, namespace, name, plan, pki, out))
         return out
@@ -192,6 +224,36 @@ class ControlPlaneData:
             explicit=Endpoint(explicit.host, explicit.port) if explicit is not None else None,
             control_plane_cidrs=cluster.spec.networks.control_plane_cidrs, others=others,
             control_plane_addresses=addresses)
+
+    async def _router_id(self, raw: dict[str, Any], cluster: Cluster) -> int:
+        """The VRRP router id (see ``racksmith.controlplane.vrrp``)."""
+        def claim(obj: dict[str, Any]) -> RouterClaim:
+            meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+            wanted = (spec.get("apiServer") or {}).get("virtualRouterID")
+            recorded = (obj.get("status") or {}).get("virtualRouterID")
+            return RouterClaim(f"{meta.get('namespace')}/{meta.get('name')}",
+                               tuple((spec.get("networks") or {}).get("controlPlaneCIDRs") or ()),
+                               recorded if isinstance(recorded, int) else None,
+                               wanted if isinstance(wanted, int) else None)
+        others = [claim(o) for o in await self.client.list(CLUSTERS, self.namespace, copy=False)
+                  if ((o.get("spec") or {}).get("apiServer") or {}).get("vip")]
+        return allocate_router_id(claim(raw), others)
+
+    async def _vrrp_secret(self, raw: dict[str, Any], namespace: str, name: str,
+                           out: ControlPlaneOutcome) -> None:
+        """``<cluster>-vrrp`` (key ``authPass``): keepalived's authentication,
+        made once."""
+        secret_id = vrrp_secret_name(name)
+        if await self.client.get(SECRETS, namespace, secret_id) is not None:
+            return
+        secret = vrrp_secret(namespace, name, new_auth_pass())
+        secret["metadata"]["ownerReferences"] = [_owner(raw)]
+        try:
+            await self.client.create(SECRETS, secret)
+        except AlreadyExists:
+            return
+        out.events.append(EventSpec("Normal", "VRRPSecretGenerated",
+                                    f"generated Secret {secret_id}"))
 
     async def _certificates(self, raw: dict[str, Any], namespace: str, name: str,
                             machines: Sequence[Machine], out: ControlPlaneOutcome
