@@ -46,14 +46,17 @@ class ServerProc:
 
 
 def start_server(data_dir: Path, *, command: str = "up", extra: list[str] | None = None,
-                 timeout: float = 60.0) -> ServerProc:
+                 timeout: float = 60.0, prefix: list[str] | None = None) -> ServerProc:
+    """``racksmith COMMAND`` on ``data_dir`` (``--port 0`` unless ``extra``
+    names another), ready; ``prefix`` runs it under another command (``ip
+    netns exec NS``, which execs: the PID is the server's)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "kubeconfig"
     if kubeconfig.exists():
         kubeconfig.unlink()
     log_path = data_dir / f"server-{int(time.time() * 1000)}.log"
-    args = [sys.executable, "-m", "racksmith.cli.main", command, "--data-dir", str(data_dir),
-            "--port", "0", *(extra or [])]
+    args = [*(prefix or []), sys.executable, "-m", "racksmith.cli.main", command,
+            "--data-dir", str(data_dir), "--port", "0", *(extra or [])]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with log_path.open("wb") as out:  # the child keeps its own descriptor
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
