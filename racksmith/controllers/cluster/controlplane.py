@@ -34,7 +34,11 @@ proposes the status; the reconciler writes it with the rest):
    probe runs in the background, never in the reconcile); without a tracker
    (``probe`` off) it is ``Unknown`` (``NotProbed``).
 4. ``ControlPlaneAvailable``: True once a control-plane (master) machine is
-   Ready, with how many of them are.
+   Ready, with how many of them are; ``ControlPlaneQuorum``: False
+   (``EvenControlPlaneMachines``) with an even number of control-plane
+   machines, which stacked etcd cannot make better use of than the odd
+   number below (reported, not refused: growing from one to three passes
+   through two).
 
 Reads come from the shared caches (Secrets, Clusters); the writes are
 create/update of those Secrets. Secret contents never reach a log, an
@@ -159,6 +163,25 @@ def availability(masters: Sequence[Machine]) -> ConditionSpec:
                               f"{ready}/{len(masters)} control-plane machines Ready")
 
 
+CONTROL_PLANE_QUORUM = "ControlPlaneQuorum"
+
+
+def quorum(masters: Sequence[Machine]) -> ConditionSpec:
+    """etcd's quorum: an odd number of control-plane (stacked etcd) machines.
+    An even one tolerates no more failures than the odd number below it and
+    can split evenly; it is reported, not refused (growing from one master to
+    three passes through two)."""
+    count = len(masters)
+    if count and count % 2 == 0:
+        return ConditionSpec.false(
+            CONTROL_PLANE_QUORUM, "EvenControlPlaneMachines",
+            f"{count} control-plane machines: etcd keeps quorum with {count // 2 + 1}, so "
+            f"{count} tolerate no more failures than {count - 1}; use an odd number")
+    return ConditionSpec.true(CONTROL_PLANE_QUORUM, "Odd",
+                              f"{count} control-plane machines" if count else
+                              "no control-plane machine yet")
+
+
 class ControlPlaneData:
     """Keeps one Cluster's control-plane Secrets (see the module docstring)."""
 
@@ -180,6 +203,7 @@ class ControlPlaneData:
         masters = control_plane_machines(machines)
         plan = await self._plan(raw, cluster, masters)
         available = availability(masters)
+        odd = quorum(masters)
         router_id: int | None = None
         if plan.problem is None and cluster.spec.api_server.vip \
                 and cluster.spec.api_server.keepalived:
@@ -197,7 +221,7 @@ class ControlPlaneData:
                 ConditionSpec.false(ENDPOINT_VALID, why.reason, why.message),
                 ConditionSpec.false(CERTIFICATES_AVAILABLE, "EndpointInvalid",
                                     "nothing is made for a cluster whose endpoint is refused"),
-                available,
+                available, odd,
                 ConditionSpec.false(CONTROL_PLANE_REACHABLE, "EndpointInvalid", why.message),
             ], events=news)
         valid = (ConditionSpec.true(ENDPOINT_VALID, "Valid", "the API endpoint is sound")
@@ -208,7 +232,7 @@ class ControlPlaneData:
         pki = await self._certificates(raw, namespace, name, machines, out)
         if router_id is not None:
             await self._vrrp_secret(raw, namespace, name, out)
-        out.conditions.append(available)
+        out.conditions.extend((available, odd))
         out.conditions.append(await self._kubeconfig(raw, namespace, name, plan, pki, out))
         return out
 

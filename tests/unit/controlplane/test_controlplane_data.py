@@ -156,3 +156,20 @@ def test_admin_kubeconfig_names_and_checks() -> None:
     for data in ({"value": "bm90OiBbeWFtbA=="}, {}, {"value": "!!"}):
         with pytest.raises(KubeconfigDamaged):
             check_kubeconfig({**secret, "data": data}, "demo", endpoint, PKI.ca)
+
+
+def test_an_even_number_of_control_plane_machines_is_reported() -> None:
+    from racksmith.controllers.cluster.controlplane import quorum
+    from racksmith.kinds.cluster import Machine
+    from racksmith.kinds.common import ConditionStatus
+
+    def masters(n: int) -> list[Machine]:
+        return [Machine.model_validate({"metadata": {"name": f"m{i}", "namespace": "n"},
+                                        "spec": {"clusterName": "c",
+                                                 "roles": ["master", "etcd"]}})
+                for i in range(n)]
+    assert quorum(masters(3)).status is ConditionStatus.TRUE
+    assert quorum(masters(0)).status is ConditionStatus.TRUE
+    even = quorum(masters(2))
+    assert (even.status, even.reason) == (ConditionStatus.FALSE, "EvenControlPlaneMachines")
+    assert "use an odd number" in even.message
