@@ -330,7 +330,10 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
     if configuration is not None and not isinstance(configuration, dict):
         raise ItemError("params.configuration must be a mapping")
     path = kubeadm.config_path(phase)
-    content = kubeadm.render_config(phase, cluster, ctx.node_name, configuration).encode()
+    try:
+        content = kubeadm.render_config(phase, cluster, ctx.node_name, configuration).encode()
+    except ValueError as exc:
+        raise ItemError(str(exc)) from None
     actions: list[Action] = []
     if host.read_file(path) != content or host.file_mode(path) != 0o600:
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from racksmith.agent.host import Host
+from racksmith.agent.kubeadm_fields import unknown_fields
 
 __all__ = [
     "KUBEADM_PHASES",
@@ -46,7 +47,10 @@ def render_config(
     phase: str, cluster: Mapping[str, Any], node_name: str,
     configuration: Mapping[str, Any] | None = None,
 ) -> str:
-    """The kubeadm config stream for ``phase`` (``init`` or ``join``)."""
+    """The kubeadm config stream for ``phase`` (``init`` or ``join``).
+    Raises ValueError naming any field of the kubeadm documents (ours or
+    ``configuration``'s) that kubeadm v1beta4 does not publish
+    (``kubeadm_fields``)."""
     networking = {
         k: v for k, v in (("podSubnet", cluster.get("podSubnet")),
                           ("serviceSubnet", cluster.get("serviceSubnet"))) if v
@@ -67,6 +71,9 @@ def render_config(
         "nodeRegistration": {"name": node_name, "taints": []},
     }
     phase_doc = _merge(phase_doc, dict(configuration or {}))
+    unknown = [*unknown_fields(cluster_doc), *unknown_fields(phase_doc)]
+    if unknown:
+        raise ValueError(f"kubeadm {KUBEADM_API} publishes no field {', '.join(unknown)}")
     context_doc = {"apiVersion": CONTEXT_API, "kind": "ClusterContext", **dict(cluster)}
     return yaml.safe_dump_all(
         [cluster_doc, phase_doc, context_doc], sort_keys=True, default_flow_style=False

@@ -446,3 +446,32 @@ def test_kubeadm_control_plane_endpoint_is_the_vip_and_the_cluster_port() -> Non
     docs = list(yaml.safe_load_all(kubeadm.render_config(
         "init", {**CLUSTER, "apiServerPort": 7443}, NODE)))
     assert docs[0]["controlPlaneEndpoint"] == "10.0.0.100:7443"
+
+
+def test_kubeadm_documents_carry_only_fields_v1beta4_publishes() -> None:
+    """Every field of every document we write for kubeadm is one kubeadm
+    v1beta4 publishes (kubeadm_fields, read off its types)."""
+    from racksmith.agent.kubeadm_fields import unknown_fields
+
+    full = {**CLUSTER, "apiServerPort": 6443, "roles": ["master", "etcd"]}
+    join = {"discovery": {"bootstrapToken": {"token": "abcdef.0123456789abcdef",
+                                             "apiServerEndpoint": "10.0.0.100:6443",
+                                             "caCertHashes": ["sha256:00"]}},
+            "controlPlane": {"localAPIEndpoint": {"advertiseAddress": "10.0.0.11",
+                                                  "bindPort": 6443},
+                             "certificateKey": "00" * 32}}
+    for phase, extra in (("init", {"certificateKey": "00" * 32}), ("join", join)):
+        docs = list(yaml.safe_load_all(kubeadm.render_config(phase, full, NODE, extra)))
+        for doc in docs[:2]:
+            assert doc["apiVersion"] == "kubeadm.k8s.io/v1beta4"
+            assert unknown_fields(doc) == [], doc
+
+
+async def test_a_kubeadm_field_v1beta4_does_not_publish_fails_the_item(
+        emulated: ExecContext) -> None:
+    it = item("kubeadm", "kubeadm", "join", phase="init", cluster=CLUSTER,
+              configuration={"nodeRegistration": {"nmae": "typo"}, "bogus": 1})
+    with pytest.raises(executors.ItemError) as raised:
+        await executors.apply(it, emulated)
+    assert "InitConfiguration.nodeRegistration.nmae" in str(raised.value)
+    assert "InitConfiguration.bogus" in str(raised.value)
