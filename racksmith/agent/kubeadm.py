@@ -55,7 +55,12 @@ def render_config(
         k: v for k, v in (("podSubnet", cluster.get("podSubnet")),
                           ("serviceSubnet", cluster.get("serviceSubnet"))) if v
     }
-    cluster_doc: dict[str, Any] = {"apiVersion": KUBEADM_API, "kind": "ClusterConfiguration"}
+    # The cluster's CAs come from the management plane (racksmith.controlplane.pki,
+    # ECDSA P-256) as kubeadm's external-CA files under /etc/kubernetes/pki:
+    # kubeadm issues the rest with the same algorithm.
+    cluster_doc: dict[str, Any] = {"apiVersion": KUBEADM_API, "kind": "ClusterConfiguration",
+                                   "certificatesDir": "/etc/kubernetes/pki",
+                                   "encryptionAlgorithm": "ECDSA-P256"}
     if cluster.get("name"):
         cluster_doc["clusterName"] = cluster["name"]
     if cluster.get("kubernetesVersion"):

@@ -229,6 +229,15 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
         assert text.startswith("#cloud-config\n")
         cloud = yaml.safe_load(text)
         config = yaml.safe_load(cloud["write_files"][0]["content"])
+        # A control-plane machine gets the cluster's certificate authorities in
+        # kubeadm's layout (0600), the very ones of the cluster's Secrets.
+        pki = {f["path"]: f for f in cloud["write_files"][1:]}
+        assert sorted(pki) == [f"/etc/kubernetes/pki/{p}" for p in (
+            "ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key", "front-proxy-ca.crt",
+            "front-proxy-ca.key", "sa.key", "sa.pub")]
+        assert all(f["permissions"] == "0600" and f["encoding"] == "b64" for f in pki.values())
+        cluster_ca = await world.core.read_namespaced_secret("demo-ca", ns)
+        assert pki["/etc/kubernetes/pki/ca.key"]["content"] == cluster_ca.data["tls.key"]
         host_token = config.pop("token")
         assert config == {"server": "https://127.0.0.1:6443",
                           "certificateAuthorityData": b64(CA_PEM),
@@ -252,6 +261,9 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
         await world.host_in("h1", "provisioned")
         await deploy(world, "master-1")
         await deploy(world, "worker-1")
+        worker = await world.core.read_namespaced_secret("worker-1-user-data", ns)
+        assert len(yaml.safe_load(base64.b64decode(worker.data["userData"]))[
+            "write_files"]) == 1  # a worker gets no certificate authority
         machine = await world.get(CLUSTER, "machines", "master-1")
         assert machine is not None
         status = machine["status"]

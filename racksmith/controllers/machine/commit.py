@@ -200,10 +200,10 @@ class Committer:
                     body["spec"] = _dump(spec)
                     await self.client.update(LCMMACHINES, body)
                 return Outcome()
-            case WriteUserData(access=access, token=token):
+            case WriteUserData(access=access, token=token, files=files):
                 if token is None:
                     token = await self._agent_token(ns, name, raw.lcm)
-                text = render_user_data(access, token, ns, name)
+                text = render_user_data(access, token, ns, name, files)
                 secret = self._owned(machine, "v1", "Secret", n.user_data_secret(name), None)
                 secret.pop("spec")
                 secret["type"] = "Opaque"

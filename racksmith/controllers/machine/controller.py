@@ -46,8 +46,11 @@ from racksmith.controllers.machine.userdata import (
     token_fresh,
     token_of,
 )
+from racksmith.controlplane.pki import SUFFIXES as PKI_SUFFIXES
+from racksmith.controlplane.pki import ClusterPki, PkiDamaged
+from racksmith.controlplane.pki import secret_name as pki_secret_name
 from racksmith.kinds.base import Resource
-from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine
+from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine, Role
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine, lcm_change
 from racksmith.kinds.metal import BareMetalHost, Image
@@ -169,8 +172,11 @@ class MachineReconciler:
         if raw.user_data is not None:
             user_data = raw.user_data.data.get(n.USER_DATA_KEY, b"").decode("utf-8", "replace")
         agent: AgentAccess | str = "not needed while deleting"
+        pki_files: dict[str, bytes] | str | None = None
         if not deleting:
             agent = await self._agent()
+            if Role.MASTER in machine.spec.roles:
+                pki_files = await self._pki_files(ns, machine.spec.cluster_name)
         token = token_of(user_data)
         lcm_uid = (lcm.metadata.uid or "") if lcm is not None else ""
         if not token_fresh(token, lcm_uid, self.clock.wall().timestamp()):
@@ -179,9 +185,21 @@ class MachineReconciler:
             machine=machine, cluster=cluster, release=release, hosts=tuple(hosts),
             ipamhost=_model(IpamHost, raw.ipamhost), lcm=lcm,
             node=node, pods=pods, user_data=user_data, agent=agent, agent_token=token,
-            default_image=self.default_image, timings=self.timings,
+            default_image=self.default_image, timings=self.timings, pki_files=pki_files,
         )
         return observed, raw
+
+    async def _pki_files(self, namespace: str, cluster: str) -> dict[str, bytes] | str:
+        """The cluster's PKI as kubeadm's files, or why not (never their content)."""
+        secrets: dict[str, Any] = {}
+        for suffix in PKI_SUFFIXES:
+            secrets[suffix] = await self.client.get(SECRETS, namespace,
+                                                    pki_secret_name(cluster, suffix), live=True)
+        try:
+            pki = ClusterPki.from_secrets(cluster, secrets)
+        except PkiDamaged as exc:
+            return str(exc)
+        return {f"{n.PKI_DIR}/{path}": data for path, data in pki.kubeadm_files().items()}
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret

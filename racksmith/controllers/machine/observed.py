@@ -92,6 +92,10 @@ class Observed:
     ``agent_token``: the token in ``user_data`` when it is bound to ``lcm``
     and fresh (``userdata.token_fresh``), else None.
     ``timings``: how long to wait before looking again (the controller's).
+    ``pki_files``: for a control-plane (master) machine, the cluster's
+    certificate authorities as kubeadm's files (path under
+    ``/etc/kubernetes/pki`` → PEM), or why they cannot be had; None for
+    any other machine (or while deleting).
     """
 
     machine: Machine
@@ -107,3 +111,4 @@ class Observed:
     agent_token: str | None = field(default=None, repr=False)
     default_image: Image | None = None
     timings: MachineTimings = field(default_factory=MachineTimings)
+    pki_files: dict[str, bytes] | str | None = field(default=None, repr=False)

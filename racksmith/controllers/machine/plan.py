@@ -112,10 +112,12 @@ class WriteLCMMachine:
 @dataclass(frozen=True)
 class WriteUserData:
     """Create or replace Secret ``m-user-data``: the agent config with
-    ``token``; None: a new token bound to LCMMachine ``m``, requested first."""
+    ``token``; None: a new token bound to LCMMachine ``m``, requested first.
+    ``files``: a control-plane machine's PKI files (path → PEM)."""
 
     access: AgentAccess
     token: str | None = field(default=None, repr=False)
+    files: dict[str, bytes] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -414,6 +416,14 @@ def _provision(w: _Walk, host: BareMetalHost) -> None:
         raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.AGENT_CONFIG_READY, "AgentSecretMissing", o.agent), ready=n.AGENT_CONFIG_READY)
     w.ok(ConditionSpec.true(n.AGENT_CONFIG_READY, "Ready", "agent access known"))
+    if isinstance(o.pki_files, str):
+        raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
+            n.CLUSTER_CERTIFICATES_READY, "CertificatesMissing",
+            f"{o.pki_files}: a control-plane machine gets the cluster's certificate "
+            "authorities in its user data"), ready=n.CLUSTER_CERTIFICATES_READY)
+    if o.pki_files is not None:
+        w.ok(ConditionSpec.true(n.CLUSTER_CERTIFICATES_READY, "Ready",
+                                f"{len(o.pki_files)} PKI files in the user data"))
     assert o.release is not None
     image = o.release.spec.os_image or o.default_image
     if image is None:
@@ -421,10 +431,11 @@ def _provision(w: _Walk, host: BareMetalHost) -> None:
             n.IMAGE_KNOWN, "NoImage", f"ClusterRelease {o.release.metadata.name} has no "
             "spec.osImage and the controller has no default image"), ready=n.IMAGE_KNOWN)
     w.ok(ConditionSpec.true(n.IMAGE_KNOWN, "Known", f"image {image.url}"))
+    files = o.pki_files if isinstance(o.pki_files, dict) else None
     if o.agent_token is None:
-        raise w.stop(WriteUserData(o.agent))
-    if o.user_data != render_user_data(o.agent, o.agent_token, ns, name):
-        raise w.stop(WriteUserData(o.agent, o.agent_token))
+        raise w.stop(WriteUserData(o.agent, files=files))
+    if o.user_data != render_user_data(o.agent, o.agent_token, ns, name, files):
+        raise w.stop(WriteUserData(o.agent, o.agent_token, files=files))
     if not host_carries(host, name, image, m.spec.host_profile):
         if state_of(host) is not S.AVAILABLE:
             raise w.stop(Wait(None), ConditionSpec.false(

@@ -95,16 +95,24 @@ def agent_config(access: AgentAccess, token: str, namespace: str,
     }
 
 
-def render_user_data(access: AgentAccess, token: str, namespace: str, machine: str) -> str:
-    """The ``#cloud-config`` document for ``machine`` (same input, same text)."""
+def render_user_data(access: AgentAccess, token: str, namespace: str, machine: str,
+                     files: Mapping[str, bytes] | None = None) -> str:
+    """The ``#cloud-config`` document for ``machine`` (same input, same text).
+    ``files``: more files the host gets (path → content, mode 0600, base64 in
+    the document), after the agent config: a control-plane machine's share of
+    the cluster's PKI in kubeadm's layout, as Cluster API's bootstrap data
+    carries it."""
     config = yaml.dump(agent_config(access, token, namespace, machine), Dumper=_Dumper,
                        sort_keys=False, width=1 << 16)
+    extra = [{"path": path, "permissions": "0600", "encoding": "b64",
+              "content": base64.b64encode(data).decode("ascii")}
+             for path, data in sorted((files or {}).items())]
     document = {
         "write_files": [{
             "path": AGENT_CONFIG_PATH,
             "permissions": "0600",
             "content": _Literal(config),
-        }],
+        }, *extra],
         "runcmd": [["racksmith", "agent", "--config", AGENT_CONFIG_PATH]],
     }
     body = yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=None,

@@ -446,6 +446,8 @@ def test_kubeadm_control_plane_endpoint_is_the_vip_and_the_cluster_port() -> Non
     docs = list(yaml.safe_load_all(kubeadm.render_config(
         "init", {**CLUSTER, "apiServerPort": 7443}, NODE)))
     assert docs[0]["controlPlaneEndpoint"] == "10.0.0.100:7443"
+    assert (docs[0]["certificatesDir"], docs[0]["encryptionAlgorithm"]) == (
+        "/etc/kubernetes/pki", "ECDSA-P256")
 
 
 def test_kubeadm_documents_carry_only_fields_v1beta4_publishes() -> None:

@@ -454,3 +454,27 @@ def test_a_cluster_whose_endpoint_is_refused_gets_nothing_deployed() -> None:
     deployed = b.machine(status={"phase": "Deploying"})
     step = decide(b.observed(deployed, cluster=refused, **provisioned()))
     assert cond(step, n.CLUSTER_ENDPOINT_VALID) is None
+
+
+def test_a_control_plane_machine_waits_for_the_cluster_pki_and_carries_it() -> None:
+    """A master's user data carries the cluster's CAs (kubeadm's files, 0600);
+    without them it waits, saying which Secret is missing."""
+    world = dict(hosts=(b.host("h1", consumer=M),), ipamhost=b.ipamhost(),
+                 lcm=b.lcm(lcm_spec()))
+    step = decide(b.observed(**world, pki_files="Secret demo-etcd is missing"))
+    assert isinstance(step.action, Wait)
+    assert cond(step, n.CLUSTER_CERTIFICATES_READY) == (ConditionStatus.FALSE,
+                                                        "CertificatesMissing")
+    files = {"/etc/kubernetes/pki/ca.crt": b"CERT", "/etc/kubernetes/pki/ca.key": b"KEY"}
+    step = decide(b.observed(**world, pki_files=files))
+    assert isinstance(step.action, WriteUserData) and step.action.files == files
+    assert "KEY" not in repr(step.action)
+    text = render_user_data(step.action.access, "t0k3n", "default", "m1", files)
+    entries = yaml.safe_load(text)["write_files"]
+    assert entries[0]["path"] == "/etc/racksmith/agent.yaml"
+    assert [(e["path"], e["permissions"], base64.b64decode(e["content"])) for e in
+            entries[1:]] == [("/etc/kubernetes/pki/ca.crt", "0600", b"CERT"),
+                             ("/etc/kubernetes/pki/ca.key", "0600", b"KEY")]
+    # Written with the files, it is current: the next step moves on.
+    step = decide(b.observed(**world, pki_files=files, user_data=text))
+    assert not isinstance(step.action, WriteUserData)
