@@ -58,13 +58,7 @@ def _load(path: Path, *, missing_ok: bool) -> Config:
         if missing_ok:
             return {}
         raise KubeconfigError(f"{path} does not exist") from None
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError:
-        raise KubeconfigError(f"{path} is not YAML") from None
-    if not isinstance(data, dict):
-        raise KubeconfigError(f"{path} is not a kubeconfig (not a mapping)")
-    return data
+    return parse_text(text, str(path))
 
 
 def load_file(path: Path) -> Config:

@@ -777,12 +777,9 @@ def kubeconfig(
             namespace, name = parse_cluster_ref(cluster)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--cluster") from None
-        config = management
-        if config is None:
-            own = (data_dir or default_data_dir()) / "kubeconfig"
-            config = own if own.exists() else None
         try:
-            text = asyncio.run(cluster_kubeconfig(config, namespace, name))
+            text = asyncio.run(cluster_kubeconfig(_management_kubeconfig(management, data_dir),
+                                                  namespace, name))
         except ClusterKubeconfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise typer.Exit(1) from None
@@ -804,6 +801,15 @@ def kubeconfig(
     except kubeconfigs.KubeconfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--data-dir") from None
     _merge(site, into, set_current)
+
+
+def _management_kubeconfig(given: Path | None, data_dir: Path | None) -> Path | None:
+    """The kubeconfig given, else DATA/kubeconfig of the data dir if there is
+    one, else None ($KUBECONFIG or ~/.kube/config)."""
+    if given is not None:
+        return given
+    own = (data_dir or default_data_dir()) / "kubeconfig"
+    return own if own.exists() else None
 
 
 def _merge(source: dict[str, Any], into: Path | None, set_current: bool) -> None:
@@ -832,11 +838,8 @@ def status(
         limit = parse_duration(timeout).total_seconds()
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--timeout") from None
-    config = kubeconfig
-    if config is None:
-        own = (data_dir or default_data_dir()) / "kubeconfig"
-        config = own if own.exists() else None
-    code, lines = asyncio.run(site_status(config, wait=wait, timeout=limit))
+    code, lines = asyncio.run(site_status(_management_kubeconfig(kubeconfig, data_dir),
+                                          wait=wait, timeout=limit))
     for line in lines:
         print(line)
     raise typer.Exit(code)

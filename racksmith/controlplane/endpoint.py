@@ -94,6 +94,20 @@ def plan_endpoint(*, me: ClusterVip | None, port: int | None, explicit: Endpoint
                         "address yet")
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(cidrs: Sequence[str]) -> list[Network]:
+    """The networks of ``cidrs`` that parse (the rest are the schema's to refuse)."""
+    out: list[Network] = []
+    for cidr in cidrs:
+        try:
+            out.append(ipaddress.ip_network(cidr, strict=False))
+        except ValueError:
+            continue
+    return out
+
+
 def vip_problem(me: ClusterVip, control_plane_cidrs: Sequence[str],
                 others: Sequence[ClusterVip]) -> EndpointProblem | None:
     try:
@@ -101,12 +115,7 @@ def vip_problem(me: ClusterVip, control_plane_cidrs: Sequence[str],
     except ValueError:
         return EndpointProblem("VIPInvalid", f"spec.apiServer.vip {me.vip!r} is not an IP "
                                "address")
-    networks = []
-    for cidr in control_plane_cidrs:
-        try:
-            networks.append(ipaddress.ip_network(cidr, strict=False))
-        except ValueError:
-            continue
+    networks = parse_networks(control_plane_cidrs)
     if networks and not any(vip.version == n.version and vip in n for n in networks):
         return EndpointProblem(
             "VIPOutsideControlPlaneNetwork",

@@ -27,13 +27,13 @@ The tests check what it renders with Debian's ``keepalived --config-test``.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import secrets
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from racksmith.controlplane.endpoint import parse_networks
 from racksmith.controlplane.pki import CLUSTER_NAME_LABEL
 
 ROUTER_IDS = range(1, 256)
@@ -78,19 +78,9 @@ class RouterIdProblem(ValueError):
         self.reason = reason
 
 
-def _networks(cidrs: Sequence[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    out = []
-    for cidr in cidrs:
-        try:
-            out.append(ipaddress.ip_network(cidr, strict=False))
-        except ValueError:
-            continue
-    return out
-
-
 def _share_segment(a: Sequence[str], b: Sequence[str]) -> bool:
     return any(x.version == y.version and x.overlaps(y)
-               for x in _networks(a) for y in _networks(b))
+               for x in parse_networks(a) for y in parse_networks(b))
 
 
 def allocate_router_id(me: RouterClaim, others: Sequence[RouterClaim]) -> int:

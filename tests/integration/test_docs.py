@@ -25,18 +25,23 @@ def bash_blocks(path: Path) -> list[str]:
     return _BLOCK.findall(path.read_text())
 
 
-@pytest.mark.parametrize("guide", GUIDES)
-def test_guide_examples_run(guide: str, server_process: ServerProc, tmp_path: Path) -> None:
+def run_guide(guide: str, server: ServerProc, tmp_path: Path, path: str = "/usr/bin:/bin"
+              ) -> None:
+    """Every bash block of ``guide``, in order, against ``server``."""
     blocks = bash_blocks(ROOT / guide)
     assert blocks, f"{guide} has no bash examples"
-    env = {"KUBECONFIG": str(server_process.kubeconfig), "HOME": str(tmp_path),
-           "PATH": "/usr/bin:/bin"}
+    env = {"KUBECONFIG": str(server.kubeconfig), "HOME": str(tmp_path), "PATH": path}
     for i, block in enumerate(blocks):
         res = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
                              text=True, env=env, timeout=120, cwd=tmp_path)
         assert res.returncode == 0, (
             f"{guide} block {i + 1} failed:\n{block}\n--- stdout ---\n{res.stdout}\n"
-            f"--- stderr ---\n{res.stderr}\n--- server ---\n{server_process.log()[-2000:]}")
+            f"--- stderr ---\n{res.stderr}\n--- server ---\n{server.log()[-2000:]}")
+
+
+@pytest.mark.parametrize("guide", GUIDES)
+def test_guide_examples_run(guide: str, server_process: ServerProc, tmp_path: Path) -> None:
+    run_guide(guide, server_process, tmp_path)
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +58,5 @@ def site_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 def test_control_plane_guide_examples_run(site_process: ServerProc, tmp_path: Path) -> None:
     """docs/control-plane.md's examples need the Cluster controller and the
     ``racksmith`` command: they run against ``racksmith up``."""
-    guide = "docs/control-plane.md"
-    blocks = bash_blocks(ROOT / guide)
-    assert blocks, f"{guide} has no bash examples"
-    env = {"KUBECONFIG": str(site_process.kubeconfig), "HOME": str(tmp_path),
-           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
-    for i, block in enumerate(blocks):
-        res = subprocess.run(["bash", "-euo", "pipefail", "-c", block], capture_output=True,
-                             text=True, env=env, timeout=120, cwd=tmp_path)
-        assert res.returncode == 0, (
-            f"{guide} block {i + 1} failed:\n{block}\n--- stdout ---\n{res.stdout}\n"
-            f"--- stderr ---\n{res.stderr}\n--- server ---\n{site_process.log()[-2000:]}")
+    run_guide("docs/control-plane.md", site_process, tmp_path,
+              path=f"{Path(sys.executable).parent}:/usr/bin:/bin")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -433,23 +433,28 @@ async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient
         await eventually(completed, "plan demo-rel-3 completed")
 
 
-async def test_real_node_flow(client: ApiClient, ns: str) -> None:
-    """The real NodeMaintenance; the test plays agent (and the release pin) and kubelet."""
-    world = World(client, ns)
-    await world.setup(masters=("m0",), workers=("w0",), update={"autoCommence": True})
+async def play_agent(world: World, names: tuple[str, ...], stop: asyncio.Event, *,
+                     also: Callable[[], Awaitable[None]] | None = None) -> None:
+    """The agents' part (and the release pin's) until ``stop``: a machine
+    pinned to a release reports it applied; ``also`` runs on every round."""
+    while not stop.is_set():
+        for name in names:
+            machine = await world.get(CLUSTER, "machines", name)
+            pin = ((machine or {}).get("metadata") or {}).get("annotations", {}).get(
+                RELEASE_ANNOTATION)
+            if pin and await world.release(name) != pin:
+                await world.agent(name, pin)
+        if also is not None:
+            await also()
+        await asyncio.sleep(0.05)
+
+
+async def update_to_rel_2(client: ApiClient, world: World, *,
+                          also: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Cluster demo moves to rel-2 with the real node flow, the test playing
+    the agents of m0 and w0, until its plan is Completed."""
     stop = asyncio.Event()
-
-    async def agent() -> None:
-        while not stop.is_set():
-            for name in ("m0", "w0"):
-                machine = await world.get(CLUSTER, "machines", name)
-                pin = ((machine or {}).get("metadata") or {}).get("annotations", {}).get(
-                    RELEASE_ANNOTATION)
-                if pin and await world.release(name) != pin:
-                    await world.agent(name, pin)
-            await asyncio.sleep(0.05)
-
-    task = asyncio.create_task(agent())
+    task = asyncio.create_task(play_agent(world, ("m0", "w0"), stop, also=also))
     try:
         async with running(client, NodeMaintenance(client, timings=TIMINGS.node_flow)):
             await world.set_release("rel-2")
@@ -458,6 +463,13 @@ async def test_real_node_flow(client: ApiClient, ns: str) -> None:
     finally:
         stop.set()
         await task
+
+
+async def test_real_node_flow(client: ApiClient, ns: str) -> None:
+    """The real NodeMaintenance; the test plays agent (and the release pin) and kubelet."""
+    world = World(client, ns)
+    await world.setup(masters=("m0",), workers=("w0",), update={"autoCommence": True})
+    await update_to_rel_2(client, world)
     assert await world.nmrs() == []
     assert await world.cmr() is None
     for name in ("m0", "w0"):
@@ -543,33 +555,16 @@ async def test_an_update_of_one_cluster_never_touches_another(client: ApiClient,
         await world.core.create_node({"apiVersion": "v1", "kind": "Node",
                                       "metadata": {"name": name}, "status": {
                                           "conditions": [{"type": "Ready", "status": "True"}]}})
-    stop = asyncio.Event()
     touched: set[str] = set()
 
-    async def agent_and_watch() -> None:
-        while not stop.is_set():
-            for name in ("m0", "w0"):
-                machine = await world.get(CLUSTER, "machines", name)
-                pin = ((machine or {}).get("metadata") or {}).get("annotations", {}).get(
-                    RELEASE_ANNOTATION)
-                if pin and await world.release(name) != pin:
-                    await world.agent(name, pin)
-            touched.update(set(await world.nmrs()) & set(others))
-            for name in others:
-                spec = (await world.core.read_node(name)).spec
-                if spec is not None and spec.unschedulable:
-                    touched.add(name)
-            await asyncio.sleep(0.05)
+    async def watch() -> None:
+        touched.update(set(await world.nmrs()) & set(others))
+        for name in others:
+            spec = (await world.core.read_node(name)).spec
+            if spec is not None and spec.unschedulable:
+                touched.add(name)
 
-    task = asyncio.create_task(agent_and_watch())
-    try:
-        async with running(client, NodeMaintenance(client, timings=TIMINGS.node_flow)):
-            await world.set_release("rel-2")
-            await eventually(lambda: _exists(world.plan()), "plan demo-rel-2")
-            await world.in_phase("Completed")
-    finally:
-        stop.set()
-        await task
+    await update_to_rel_2(client, world, also=watch)
     assert touched == set(), touched
     assert await world.get(LCM, "clusterupdateplans", "other-rel-2") is None
     for name in others:

@@ -270,14 +270,19 @@ class ControlPlaneData:
         secret_id = vrrp_secret_name(name)
         if await self.client.get(SECRETS, namespace, secret_id) is not None:
             return
-        secret = vrrp_secret(namespace, name, new_auth_pass())
+        if await self._create_owned(raw, vrrp_secret(namespace, name, new_auth_pass())):
+            out.events.append(EventSpec("Normal", "VRRPSecretGenerated",
+                                        f"generated Secret {secret_id}"))
+
+    async def _create_owned(self, raw: dict[str, Any], secret: dict[str, Any]) -> bool:
+        """Create ``secret`` owned by the Cluster ``raw``; False when another
+        writer made it first (then it is theirs, and it is read next time)."""
         secret["metadata"]["ownerReferences"] = [_owner(raw)]
         try:
             await self.client.create(SECRETS, secret)
         except AlreadyExists:
-            return
-        out.events.append(EventSpec("Normal", "VRRPSecretGenerated",
-                                    f"generated Secret {secret_id}"))
+            return False
+        return True
 
     async def _certificates(self, raw: dict[str, Any], namespace: str, name: str,
                             machines: Sequence[Machine], out: ControlPlaneOutcome
@@ -290,13 +295,9 @@ class ControlPlaneData:
             for suffix in missing:
                 pair = (new_service_account_keys() if suffix == SA_SUFFIX
                         else new_ca(AUTHORITIES[suffix][1]))
-                secret = pki_secret(namespace, name, suffix, pair)
-                secret["metadata"]["ownerReferences"] = [_owner(raw)]
-                try:
-                    found[suffix] = await self.client.create(SECRETS, secret)
-                except AlreadyExists:
-                    found[suffix] = await self.client.get(SECRETS, namespace,
-                                                          secret_name(name, suffix), live=True)
+                await self._create_owned(raw, pki_secret(namespace, name, suffix, pair))
+                found[suffix] = await self.client.get(SECRETS, namespace,
+                                                      secret_name(name, suffix), live=True)
                 made.append(secret_name(name, suffix))
             out.events.append(EventSpec("Normal", "CertificatesGenerated",
                                         f"generated {', '.join(made)}"))
@@ -339,13 +340,8 @@ class ControlPlaneData:
                     CONTROL_PLANE_REACHABLE, "KubeconfigInvalid",
                     f"Secret {secret_id} {exc}; delete it to have it rebuilt")
         else:
-            secret = kubeconfig_secret(namespace, name,
-                                       admin_kubeconfig(name, plan.endpoint, pki.ca))
-            secret["metadata"]["ownerReferences"] = [_owner(raw)]
-            try:
-                await self.client.create(SECRETS, secret)
-            except AlreadyExists:
-                pass
+            await self._create_owned(raw, kubeconfig_secret(
+                namespace, name, admin_kubeconfig(name, plan.endpoint, pki.ca)))
             out.events.append(EventSpec("Normal", "KubeconfigWritten",
                                         f"wrote Secret {secret_id} for {plan.endpoint.url()}"))
         if self.clusters is None:
