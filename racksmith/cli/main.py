@@ -744,9 +744,21 @@ def crds() -> None:
 
 
 @app.command()
-def rbac() -> None:
+def rbac(
+    in_cluster: bool = typer.Option(False, "--in-cluster", help="The roles inside a managed "
+                                    "cluster instead: a ClusterRole and binding per "
+                                    "controller that works there, for its client "
+                                    "certificate's user racksmith:NAME."),
+) -> None:
     """Print the controllers' ServiceAccounts, ClusterRoles and bindings (a
     YAML stream): what each controller may read and write, for a real cluster."""
+    if in_cluster:
+        from racksmith.controllers import CLUSTER_IDENTITIES
+        from racksmith.controlplane.identities import cluster_rbac
+
+        sys.stdout.write(render_yaml(cluster_rbac(
+            {name: ACCESS[name].policy_rules() for name in CLUSTER_IDENTITIES})))
+        return
     sys.stdout.write(render_yaml(identity_objects(ACCESS)))
 
 

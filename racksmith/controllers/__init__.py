@@ -83,6 +83,13 @@ CONTROLLER_ACCESS: dict[str, Access] = {
 }
 """What each controller of :func:`all_controllers` reads and writes, by its name."""
 
+CLUSTER_IDENTITIES: tuple[str, ...] = ("machine", "update", "graceful-reboot", "volume",
+                                       "claim-binder")
+"""The controllers that work inside managed clusters (Nodes, pods, PDBs, PVs,
+Volumes, maintenance requests and locks): each gets an identity of its own
+in every cluster (``racksmith.controlplane.identities``), with its ACCESS as
+a ClusterRole there (``racksmith rbac --in-cluster``)."""
+
 
 @dataclass(frozen=True)
 class ClusterOptions:
@@ -189,7 +196,7 @@ def all_controllers(
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
                                timings=t.machine, recorder=events),
             cluster_controller(c("cluster"), workers=1, recorder=events,
-                               clusters=cluster.clusters),
+                               clusters=cluster.clusters, identities=CLUSTER_IDENTITIES),
             volume_controller(c("volume"), workers=min(workers, 2), timings=t.volume,
                               recorder=events),
             claim_binder_controller(c("claim-binder"), workers=1),

@@ -10,6 +10,7 @@ import base64
 import http.client
 import ssl
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +19,7 @@ import pytest
 import yaml
 
 from racksmith.controlplane.endpoint import Endpoint
+from racksmith.controlplane.identities import identity_secret
 from racksmith.controlplane.kubeconfig import admin_kubeconfig
 from racksmith.controlplane.pki import ClusterPki, issue_client, issue_serving
 from tests.harness.process import ServerProc, kubectl_path, start_server
@@ -106,3 +108,38 @@ def test_a_certificate_from_another_ca_is_refused(
         conn.request("GET", "/api/v1/namespaces")
         conn.getresponse().read()
     conn.close()
+
+
+def test_a_controller_identity_has_its_access_inside_the_cluster(
+        cluster_api: tuple[ServerProc, Path]) -> None:
+    """The roles of ``racksmith rbac --in-cluster``, applied with the admin
+    kubeconfig at the cluster's bootstrap, give the machine controller's own
+    certificate (``<cluster>-racksmith-machine``) its ACCESS there and
+    nothing more."""
+    proc, root = cluster_api
+    admin = root / "admin-rbac.conf"
+    admin.write_text(admin_kubeconfig("demo", endpoint(proc), PKI.ca))
+    manifest = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "rbac",
+                               "--in-cluster"], capture_output=True, text=True, timeout=60)
+    assert manifest.returncode == 0, manifest.stderr
+    res = subprocess.run([str(kubectl_path(33)), "--kubeconfig", str(admin), "apply", "-f",
+                          "-"], input=manifest.stdout, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    secret = identity_secret("default", "demo", "machine", PKI.ca)
+    data = yaml.safe_load(admin_kubeconfig("demo", endpoint(proc), PKI.ca))
+    data["users"][0]["user"] = {"client-certificate-data": secret["data"]["tls.crt"],
+                                "client-key-data": secret["data"]["tls.key"]}
+    machine = root / "machine.conf"
+    machine.write_text(yaml.safe_dump(data))
+    for verb, resource, allowed in (("update", "nodes", "yes"), ("delete", "nodes", "yes"),
+                                    ("create", "pods/eviction", "yes"),
+                                    ("create", "clusterroles", "no"),
+                                    ("delete", "namespaces", "no")):
+        plural, _, sub = resource.partition("/")
+        extra = [f"--subresource={sub}"] if sub else []
+        got = kubectl(machine, "auth", "can-i", verb, plural, *extra).stdout.strip()
+        assert got == allowed, (verb, resource, got)
+    res = kubectl(machine, "get", "configmaps", "-A")
+    assert res.returncode != 0
+    assert 'User "racksmith:machine" cannot list resource "configmaps"' in res.stderr, res.stderr

@@ -209,3 +209,30 @@ async def test_router_ids_are_unique_per_segment_and_a_clash_is_refused(
         await world.says("four", "ControlPlaneEndpointValid", "True", "Valid")
         assert (await world.get(CLUSTER, "clusters", "four") or {})["status"][
             "virtualRouterID"] == 2
+
+
+async def test_each_cluster_controller_identity_is_issued_and_renewed(
+        client: ApiClient, ns: str) -> None:
+    """<cluster>-racksmith-NAME: a client certificate of user racksmith:NAME
+    the cluster CA issued; an unusable one is issued again."""
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    world = World(client, ns)
+    async with running(cluster_controller(client, namespace=ns, identities=("machine",))):
+        await world.create(CLUSTER, "clusters", cluster("idc", "10.10.0.11"))
+        secret = await world.exists("Secret idc-racksmith-machine",
+                                    lambda: world.secret("idc-racksmith-machine"))
+        assert secret["type"] == "kubernetes.io/tls"
+        cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+        assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == \
+            "racksmith:machine"
+        ca = await world.secret("idc-ca")
+        assert ca is not None and secret["data"]["ca.crt"] == ca["data"]["tls.crt"]
+        secret["data"].pop("tls.key")
+        await world.core.replace_namespaced_secret("idc-racksmith-machine", ns, secret)
+
+        async def reissued() -> bool:
+            again = await world.secret("idc-racksmith-machine")
+            return again is not None and "tls.key" in again["data"]
+        await eventually(reissued, "the identity issued again")

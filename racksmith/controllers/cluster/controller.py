@@ -106,12 +106,13 @@ class ClusterReconciler:
 
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
                  logger: Any = None, recorder: EventRecorder | None = None,
-                 namespace: str | None = None, clusters: ClusterClients | None = None
-                 ) -> None:
+                 namespace: str | None = None, clusters: ClusterClients | None = None,
+                 identities: tuple[str, ...] = ()) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.client.add_index(CLUSTERS, RELEASE_INDEX, field_index("spec.release"), namespace)
         self.client.add_index(CLUSTERS, VIP_INDEX, field_index("spec.apiServer.vip"), namespace)
-        self.control_plane = ControlPlaneData(self.client, namespace, clusters)
+        self.control_plane = ControlPlaneData(self.client, namespace, clusters, identities,
+                                              now=lambda: self.clock.wall())
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
@@ -176,17 +177,20 @@ def cluster_controller(
     logger: Any = None,
     recorder: EventRecorder | None = None,
     clusters: ClusterClients | None = None,
+    identities: tuple[str, ...] = (),
 ) -> Controller:
     """The runtime Controller for Clusters (see the module docstring).
 
     ``namespace``: watch one namespace only (None: all). ``recorder``: the
     process's EventRecorder (None: one of its own). ``clusters``: the
     per-cluster tracker whose probes set ``ControlPlaneReachable`` (None:
-    endpoints are not probed).
+    endpoints are not probed). ``identities``: the controllers that get an
+    identity of their own in every cluster.
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = ClusterReconciler(api_client, clock, logger=logger, recorder=recorder,
-                                   namespace=namespace, clusters=clusters)
+                                   namespace=namespace, clusters=clusters,
+                                   identities=identities)
     client = reconciler.client
     sources: list[Source] = [
         client.source(CLUSTERS, namespace=namespace, mapper=vip_peer_keys(client, namespace)),

@@ -23,6 +23,10 @@ proposes the status; the reconciler writes it with the rest):
    creates converges). Once a machine is deployed, a missing or unusable one
    is damage — ``CertificatesAvailable=False`` naming it — and is never
    replaced: a new CA would cut every node off. Restore it from a backup.
+   Then, per management controller that works inside clusters, its
+   identity there: ``<cluster>-racksmith-NAME`` (a client certificate of
+   user ``racksmith:NAME``, ``racksmith.controlplane.identities``), issued
+   again within 30 days of its end.
 3. **Admin kubeconfig** (``<cluster>-kubeconfig``, key ``value``, owned by
    the Cluster): written when missing, rewritten when the endpoint moved.
    One that does not trust the cluster CA or holds no certificate it issued
@@ -47,8 +51,9 @@ Event or a condition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from racksmith.controlplane.endpoint import (
@@ -57,6 +62,11 @@ from racksmith.controlplane.endpoint import (
     EndpointPlan,
     EndpointProblem,
     plan_endpoint,
+)
+from racksmith.controlplane.identities import (
+    identity_secret,
+    identity_secret_name,
+    needs_renewal,
 )
 from racksmith.controlplane.kubeconfig import (
     KubeconfigDamaged,
@@ -186,8 +196,12 @@ class ControlPlaneData:
     """Keeps one Cluster's control-plane Secrets (see the module docstring)."""
 
     def __init__(self, client: Client, namespace: str | None = None,
-                 clusters: ClusterClients | None = None) -> None:
+                 clusters: ClusterClients | None = None, identities: tuple[str, ...] = (),
+                 now: Callable[[], datetime] | None = None) -> None:
         self.client = client
+        self.identities = identities
+        """The management controllers that get an identity in each cluster."""
+        self.now = now if now is not None else (lambda: datetime.now(UTC))
         self.clusters = clusters
         """The per-cluster tracker that probes endpoints (None: no probing)."""
         self.namespace = namespace
@@ -230,6 +244,8 @@ class ControlPlaneData:
         out = ControlPlaneOutcome(_api_endpoint(plan.endpoint), router_id=router_id,
                                   conditions=[valid])
         pki = await self._certificates(raw, namespace, name, machines, out)
+        if pki is not None:
+            await self._identities(raw, namespace, name, pki, out)
         if router_id is not None:
             await self._vrrp_secret(raw, namespace, name, out)
         out.conditions.extend((available, odd))
@@ -273,6 +289,25 @@ class ControlPlaneData:
         if await self._create_owned(raw, vrrp_secret(namespace, name, new_auth_pass())):
             out.events.append(EventSpec("Normal", "VRRPSecretGenerated",
                                         f"generated Secret {secret_id}"))
+
+    async def _identities(self, raw: dict[str, Any], namespace: str, name: str,
+                          pki: ClusterPki, out: ControlPlaneOutcome) -> None:
+        """``<cluster>-racksmith-NAME`` per controller that works inside the
+        cluster (``racksmith.controlplane.identities``): made when missing,
+        issued again within 30 days of its end or when unusable."""
+        for controller in self.identities:
+            secret_id = identity_secret_name(name, controller)
+            fresh = identity_secret(namespace, name, controller, pki.ca)
+            current = await self.client.get(SECRETS, namespace, secret_id)
+            if current is None:
+                if await self._create_owned(raw, fresh):
+                    out.events.append(EventSpec("Normal", "IdentityIssued",
+                                                f"issued Secret {secret_id}"))
+            elif needs_renewal(current, pki.ca, self.now()):
+                current["data"] = fresh["data"]
+                await self.client.update(SECRETS, current)
+                out.events.append(EventSpec("Normal", "IdentityRenewed",
+                                            f"issued Secret {secret_id} again"))
 
     async def _create_owned(self, raw: dict[str, Any], secret: dict[str, Any]) -> bool:
         """Create ``secret`` owned by the Cluster ``raw``; False when another

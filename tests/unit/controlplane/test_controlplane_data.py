@@ -173,3 +173,16 @@ def test_an_even_number_of_control_plane_machines_is_reported() -> None:
     even = quorum(masters(2))
     assert (even.status, even.reason) == (ConditionStatus.FALSE, "EvenControlPlaneMachines")
     assert "use an odd number" in even.message
+
+
+def test_an_identity_is_renewed_near_its_end_or_when_unusable() -> None:
+    import datetime as dt
+
+    from racksmith.controlplane.identities import identity_secret, needs_renewal
+
+    secret = identity_secret("n", "demo", "machine", PKI.ca)
+    now = dt.datetime.now(dt.UTC)
+    assert not needs_renewal(secret, PKI.ca, now)
+    assert needs_renewal(secret, PKI.ca, now + dt.timedelta(days=340))
+    assert needs_renewal(secret, ClusterPki.generate().ca, now)
+    assert needs_renewal({**secret, "data": {**secret["data"], "tls.key": "eA=="}}, PKI.ca, now)
