@@ -12,6 +12,10 @@ IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fak
 DEBS := xfsprogs genisoimage ipmitool etcd-server
 DEV_DEBS := chromium etcd-client haproxy keepalived
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# setuptools warns on every editable install that a folder named like the
+# package could shadow it; the checkout's own racksmith/ is the package, so
+# that one known warning is silenced (only it: other warnings still show).
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 
 .PHONY: install install-dev up test test-quick test-unit test-integration test-e2e \
         console-screenshots bench lint clean debs dev-debs
@@ -27,30 +31,30 @@ XDIST := -n $(TEST_WORKERS) --dist loadscope
 # `make up`: the package and what it imports, Ironic's env, the Debian tools
 # running needs. `make test` adds the test tools (pytest, mypy, playwright,
 # the official client...) and the browser.
-install: $(STAMP) $(IRONIC_STAMP)
+install: debs $(STAMP) $(IRONIC_STAMP)
 
-install-dev: install $(DEV_STAMP)
+install-dev: install dev-debs $(DEV_STAMP)
 
 # Ironic and the Redfish emulator run as their own processes, from their own
 # virtual env: their pins (oslo.*, Flask, ...) stay out of ours. Our Ironic
 # hardware type for the fake BMCs (ironic_plugin/) goes into the same env.
 $(IRONIC_STAMP): Makefile $(IRONIC_PLUGIN)
-	test -x $(IRONIC_VENV)/bin/python || $(PY) -m venv $(IRONIC_VENV)
-	$(IRONIC_VENV)/bin/pip install -q --upgrade pip
-	$(IRONIC_VENV)/bin/pip install -q $(IRONIC_PKGS)
-	$(IRONIC_VENV)/bin/pip install -q --no-deps ./ironic_plugin
+	@$(call ensure_venv,$(IRONIC_VENV))
+	$(IRONIC_VENV)/bin/python -m pip install -q --upgrade pip
+	$(IRONIC_VENV)/bin/python -m pip install -q $(IRONIC_PKGS)
+	$(IRONIC_VENV)/bin/python -m pip install -q --no-deps ./ironic_plugin
 	touch $(IRONIC_STAMP)
 
 $(STAMP): pyproject.toml
 	@$(MAKE) --no-print-directory debs
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e .
+	@$(call ensure_venv,$(VENV))
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(EDITABLE) $(BIN)/python -m pip install -q -e .
 	touch $(STAMP)
 
 $(DEV_STAMP): $(STAMP)
 	@$(MAKE) --no-print-directory dev-debs
-	$(BIN)/pip install -q -e '.[dev]'
+	$(EDITABLE) $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(DEV_STAMP)
 
 debs:
@@ -58,6 +62,12 @@ debs:
 
 dev-debs:
 	@$(call install_debs,$(DEV_DEBS))
+
+# A virtual env is usable only with its pip: one left half-made by an
+# interrupted first `make up` (Ctrl-C during `python3 -m venv`) is made again.
+define ensure_venv
+$(1)/bin/python -m pip --version >/dev/null 2>&1 || { rm -rf $(1); $(PY) -m venv $(1); }
+endef
 
 define install_debs
 missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
