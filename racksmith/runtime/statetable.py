@@ -12,8 +12,8 @@ as ``[*]``); staying in a state is not a transition and is always allowed;
 ``final`` lists the states from which the object goes away (drawn as
 ``state --> [*]``). Tables are built by the modules that own a state field
 (``racksmith.controllers.machine.states``, ``racksmith.controllers.update.states``,
-``racksmith.planners.maintenance_states``, …); the BareMetalHost controller keeps its richer table of its own
-(``racksmith.controllers.baremetalhost.states``).
+``racksmith.planners.maintenance_states``, …); the BareMetalHost controller
+keeps its richer table of its own (``racksmith.controllers.baremetalhost.states``).
 
 ``IllegalTransition`` is a ``TemporaryError``: a reconcile that lets it
 propagate writes nothing, is logged and counted by the runtime and is tried
