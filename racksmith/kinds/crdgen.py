@@ -145,10 +145,16 @@ def open_api_schema(kind_cls: type[Resource]) -> dict[str, Any]:
     if status_model is not None:
         properties["status"] = model_schema(status_model)
     for name in ("spec", "status"):
-        if name in properties and "description" not in properties[name]:
-            field = kind_cls.model_fields[name]
-            if field.description:
-                properties[name]["description"] = field.description
+        if name not in properties:
+            continue
+        field = kind_cls.model_fields[name]
+        if "description" not in properties[name] and field.description:
+            properties[name]["description"] = field.description
+        # A default declared on the field itself (e.g. spec: {} so that the
+        # defaults inside an absent spec apply, as kube-apiserver does).
+        extra = field.json_schema_extra
+        if isinstance(extra, dict) and "default" in extra:
+            properties[name]["default"] = extra["default"]
     root: dict[str, Any] = {"type": "object"}
     if kind_cls.__doc__:
         root["description"] = " ".join(kind_cls.__doc__.split("\n\n")[0].split())

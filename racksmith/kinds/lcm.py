@@ -492,6 +492,9 @@ class ControlPlaneBackup(Resource):
     )
 
     spec: ControlPlaneBackupSpec = Field(
-        default_factory=ControlPlaneBackupSpec, description="Why it is taken."
+        default_factory=ControlPlaneBackupSpec, description="Why it is taken.",
+        # A backup made by hand may have no spec at all: the default {} lets
+        # the server (and kube-apiserver) default spec.reason inside it.
+        json_schema_extra={"default": {}},
     )
     status: ControlPlaneBackupStatus | None = Field(default=None, description="The file.")

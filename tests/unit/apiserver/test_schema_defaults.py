@@ -113,3 +113,16 @@ def test_scalars_and_schemaless_values_untouched() -> None:
         v = copy.deepcopy(value)
         apply_defaults({"type": "object"}, v)
         assert v == value
+
+
+def test_a_backup_made_without_a_spec_gets_its_enum_default() -> None:
+    """A ControlPlaneBackup created by hand with no spec shows REASON Manual:
+    its CRD defaults spec to {} so spec.reason's enum default applies."""
+    from racksmith.kinds.crdgen import all_crds
+
+    crd = next(c for c in all_crds() if c["spec"]["names"]["kind"] == "ControlPlaneBackup")
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    obj: dict[str, Any] = {"apiVersion": "lcm.racksmith.io/v1alpha1",
+                           "kind": "ControlPlaneBackup", "metadata": {"name": "by-hand"}}
+    apply_defaults(schema, obj)
+    assert obj["spec"] == {"reason": "Manual"}
