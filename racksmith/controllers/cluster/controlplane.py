@@ -51,10 +51,13 @@ Event or a condition.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from cryptography import x509
 
 from racksmith.controlplane.endpoint import (
     ClusterVip,
@@ -64,6 +67,7 @@ from racksmith.controlplane.endpoint import (
     plan_endpoint,
 )
 from racksmith.controlplane.identities import (
+    RENEW_BEFORE,
     identity_secret,
     identity_secret_name,
     needs_renewal,
@@ -87,6 +91,7 @@ from racksmith.controlplane.pki import (
     new_service_account_keys,
     parse_pair,
     pki_secret,
+    secret_bytes,
     secret_name,
 )
 from racksmith.controlplane.vrrp import (
@@ -202,6 +207,11 @@ class ControlPlaneData:
         self.identities = identities
         """The management controllers that get an identity in each cluster."""
         self.now = now if now is not None else (lambda: datetime.now(UTC))
+        # What was parsed and checked, by the resourceVersions it came from:
+        # the Cluster is reconciled on every Machine change, and certificate
+        # checks (signatures) need not run again for Secrets that did not change.
+        self._pki: dict[tuple[str, str], tuple[tuple[str, ...], ClusterPki]] = {}
+        self._checked: dict[tuple[str, str, str], tuple[str, str, datetime | None]] = {}
         self.clusters = clusters
         """The per-cluster tracker that probes endpoints (None: no probing)."""
         self.namespace = namespace
@@ -303,7 +313,7 @@ class ControlPlaneData:
                 if await self._create_owned(raw, fresh):
                     out.events.append(EventSpec("Normal", "IdentityIssued",
                                                 f"issued Secret {secret_id}"))
-            elif needs_renewal(current, pki.ca, self.now()):
+            elif self._needs_renewal(current, pki):
                 current["data"] = fresh["data"]
                 await self.client.update(SECRETS, current)
                 out.events.append(EventSpec("Normal", "IdentityRenewed",
@@ -337,6 +347,10 @@ class ControlPlaneData:
             out.events.append(EventSpec("Normal", "CertificatesGenerated",
                                         f"generated {', '.join(made)}"))
         try:
+            versions = tuple(_rv(found[s]) for s in SUFFIXES)
+            memo = self._pki.get((namespace, name))
+            if memo is not None and memo[0] == versions and all(versions):
+                return _available(out, name, memo[1])
             pairs: dict[str, KeyPair] = {s: parse_pair(name, s, found[s]) for s in SUFFIXES}
         except PkiDamaged as exc:
             message = (f"{exc}; the cluster's machines were deployed with it, so it is not "
@@ -344,10 +358,34 @@ class ControlPlaneData:
             out.conditions.append(ConditionSpec.false(CERTIFICATES_AVAILABLE,
                                                       "CertificatesDamaged", message))
             return None
-        out.conditions.append(ConditionSpec.true(
-            CERTIFICATES_AVAILABLE, "Available",
-            f"{', '.join(secret_name(name, s) for s in SUFFIXES)}"))
-        return ClusterPki(**pairs)
+        pki = ClusterPki(**pairs)
+        self._pki[(namespace, name)] = (versions, pki)
+        return _available(out, name, pki)
+
+    def _needs_renewal(self, secret: dict[str, Any], pki: ClusterPki) -> bool:
+        """``identities.needs_renewal``, its certificate checks done once per
+        resourceVersion of the Secret (the time test every call)."""
+        meta = secret.get("metadata") or {}
+        key = (str(meta.get("namespace")), str(meta.get("name")), "identity")
+        rv, ca = _rv(secret), _ca_digest(pki)
+        memo = self._checked.get(key)
+        if memo is None or memo[:2] != (rv, ca):
+            due = None if needs_renewal(secret, pki.ca, datetime.min.replace(tzinfo=UTC)) \
+                else _not_after(secret) - RENEW_BEFORE
+            memo = (rv, ca, due)
+            self._checked[key] = memo
+        return memo[2] is None or memo[2] <= self.now()
+
+    def _check_kubeconfig(self, secret: dict[str, Any], cluster: str, endpoint: Endpoint,
+                          pki: ClusterPki) -> None:
+        """``check_kubeconfig``, done once per resourceVersion, endpoint and CA."""
+        meta = secret.get("metadata") or {}
+        key = (str(meta.get("namespace")), str(meta.get("name")), "kubeconfig")
+        stamp = f"{_rv(secret)}|{endpoint.url()}"
+        if self._checked.get(key, ("", "", None))[:2] == (stamp, _ca_digest(pki)):
+            return
+        check_kubeconfig(secret, cluster, endpoint, pki.ca)
+        self._checked[key] = (stamp, _ca_digest(pki), None)
 
     async def _kubeconfig(self, raw: dict[str, Any], namespace: str, name: str,
                           plan: EndpointPlan, pki: ClusterPki | None,
@@ -362,7 +400,7 @@ class ControlPlaneData:
         current = await self.client.get(SECRETS, namespace, secret_id)
         if current is not None:
             try:
-                check_kubeconfig(current, name, plan.endpoint, pki.ca)
+                self._check_kubeconfig(current, name, plan.endpoint, pki)
             except KubeconfigStale as exc:
                 fresh = kubeconfig_secret(namespace, name,
                                           admin_kubeconfig(name, plan.endpoint, pki.ca))
@@ -393,8 +431,31 @@ class ControlPlaneData:
 
     async def forget(self, namespace: str, name: str) -> None:
         """The Cluster is gone (or has no endpoint): stop tracking it."""
+        self._pki.pop((namespace, name), None)
+        for key in [k for k in self._checked if k[0] == namespace and k[1].startswith(name)]:
+            del self._checked[key]
         if self.clusters is not None:
             await self.clusters.drop(ObjectKey(namespace, name))
+
+
+def _rv(obj: dict[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _ca_digest(pki: ClusterPki) -> str:
+    return hashlib.sha256(pki.ca.cert_pem).hexdigest()
+
+
+def _not_after(secret: dict[str, Any]) -> datetime:
+    cert = x509.load_pem_x509_certificate(secret_bytes(secret, "tls.crt") or b"")
+    return cert.not_valid_after_utc
+
+
+def _available(out: ControlPlaneOutcome, name: str, pki: ClusterPki) -> ClusterPki:
+    out.conditions.append(ConditionSpec.true(
+        CERTIFICATES_AVAILABLE, "Available",
+        f"{', '.join(secret_name(name, s) for s in SUFFIXES)}"))
+    return pki
 
 
 def _api_endpoint(endpoint: Endpoint | None) -> APIEndpoint | None:
