@@ -313,19 +313,22 @@ status:
 def test_drain_stops_at_a_disruption_budget_and_its_timeout(kubectl: Kubectl) -> None:
     """`kubectl drain` of a node whose two Ready pods a PDB (minAvailable: 2)
     protects prints the budget's refusal, gives up at its --timeout and exits
-    non-zero. A refusal with a Retry-After header would be retried silently
-    inside client-go and drain would hang past its --timeout: the run's own
-    subprocess limit (60 s) then fails the test."""
+    non-zero (kubectl 1.27 and 1.33: the oldest and newest builds). A refusal
+    with a Retry-After header would be retried silently inside client-go and
+    drain would hang past its --timeout: the run's own subprocess limit
+    (60 s) then fails the test."""
+    if kubectl.bin.endswith("kubectl.1.30"):
+        pytest.skip("drain is checked with the oldest and newest builds (1.27, 1.33)")
     ns = _ns(kubectl)
     node = f"acc-node-{ns}"
     kubectl.apply(DRAIN_SITE.format(node=node, ns=ns) + "".join(
         DRAIN_POD.format(pod=pod, node=node, ns=ns) for pod in ("p1", "p2")))
     kubectl.run("cordon", node)
-    res = kubectl.run("drain", node, "--ignore-daemonsets", "--force", "--timeout=3s",
+    res = kubectl.run("drain", node, "--ignore-daemonsets", "--force", "--timeout=2s",
                       check=False)
     assert res.returncode != 0, res.stdout + res.stderr
     assert "Cannot evict pod as it would violate the pod's disruption budget." in res.stderr, \
         res.stderr
-    assert "global timeout reached: 3s" in res.stderr, res.stderr
+    assert "global timeout reached: 2s" in res.stderr, res.stderr
     left = kubectl.run("get", "pods", "-n", ns, "-l", "app=acc", "-o", "name").stdout.split()
     assert sorted(left) == ["pod/p1", "pod/p2"]
