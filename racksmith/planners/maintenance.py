@@ -23,6 +23,7 @@ get it from the composition root.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -87,21 +88,49 @@ class MaintenanceTimings:
             raise ValueError("eviction_backoff_cap must be >= eviction_backoff_base")
 
 
+LABEL_VALUE_MAX = 63
+"""A label value's length limit: the owner is a label."""
+HASHED_SUFFIX = "-h"
+"""Marks an owner too long for a label, written as its digest
+(``plan-h.<sha256 hex>``): it names no namespace and name to parse back."""
+
+
+def _owner(prefix: str, namespace: str, name: str) -> str:
+    full = f"{prefix}.{namespace}.{name}"
+    if len(full) <= LABEL_VALUE_MAX:
+        return full
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:40]
+    return f"{prefix}{HASHED_SUFFIX}.{digest}"
+
+
 def plan_owner(namespace: str, plan: str) -> str:
-    """The owner value of a ClusterUpdatePlan."""
-    return f"{PLAN_OWNER_PREFIX}.{namespace}.{plan}"
+    """The owner value of a ClusterUpdatePlan: ``plan.<ns>.<name>``, or its
+    digest form when that would pass a label value's 63 characters."""
+    return _owner(PLAN_OWNER_PREFIX, namespace, plan)
 
 
 def reboot_owner(namespace: str, request: str) -> str:
-    """The owner value of a GracefulRebootRequest."""
-    return f"{REBOOT_OWNER_PREFIX}.{namespace}.{request}"
+    """The owner value of a GracefulRebootRequest (as :func:`plan_owner`)."""
+    return _owner(REBOOT_OWNER_PREFIX, namespace, request)
+
+
+def hashed_owner_prefix(owner: str) -> str | None:
+    """The kind prefix of an owner in digest form (``plan``, ``reboot``), else None."""
+    head, sep, _ = owner.partition(".")
+    if sep and head.endswith(HASHED_SUFFIX):
+        return head[:-len(HASHED_SUFFIX)]
+    return None
 
 
 def parse_owner(owner: str) -> tuple[str, str, str] | None:
-    """``(kind prefix, namespace, name)`` of an owner value, None if malformed.
+    """``(kind prefix, namespace, name)`` of an owner value, None if malformed
+    or in digest form (:func:`hashed_owner_prefix`: match it by recomputing
+    :func:`plan_owner` or :func:`reboot_owner` of the candidates instead).
 
     Namespaces hold no dots, so the name is everything after the second dot.
     """
+    if hashed_owner_prefix(owner) is not None:
+        return None
     parts = owner.split(".", 2)
     if len(parts) != 3 or not all(parts):
         return None

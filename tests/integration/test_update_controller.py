@@ -572,3 +572,26 @@ async def test_an_update_of_one_cluster_never_touches_another(client: ApiClient,
         assert not [e for e in await world.events(name, "default") if e.reason == "Cordoned"]
     for name in ("m0", "w0"):
         assert await world.release(name) == "rel-2"
+
+
+async def test_an_owner_too_long_for_a_label_is_matched_against_the_plans(
+        client: ApiClient, ns: str) -> None:
+    """A plan whose plan.<ns>.<name> passes a label's 63 characters owns its
+    requests through the digest form; the node flow's sweep finds it alive
+    while the plan exists, gone after."""
+    from racksmith.planners.maintenance import plan_owner
+
+    world = World(client, ns)
+    name = "a-cluster-with-a-rather-long-name-" + "x" * 30 + "-rel-2"
+    owner = plan_owner(ns, name)
+    assert len(owner) <= 63 and owner.startswith("plan-h.")
+    flow = NodeMaintenance(client, timings=TIMINGS.node_flow)
+    assert await flow.owner_exists(owner) is False
+    await world.create(LCM, "clusterupdateplans", {
+        "apiVersion": f"{LCM}/{V}", "kind": "ClusterUpdatePlan", "metadata": {"name": name},
+        "spec": {"cluster": "demo", "source": "rel-1", "target": "rel-2", "steps": []}})
+    assert await flow.owner_exists(owner) is True
+    assert await flow.owner_exists(plan_owner(ns, name + "-other")) is False
+    await world.delete(LCM, "clusterupdateplans", name)
+    await eventually(lambda: _gone(world.plan(name)), "plan gone")
+    assert await flow.owner_exists(owner) is False

@@ -78,7 +78,10 @@ from racksmith.planners.maintenance import (
     StartDrain,
     Uncordon,
     decide,
+    hashed_owner_prefix,
     parse_owner,
+    plan_owner,
+    reboot_owner,
     rfc3339,
 )
 from racksmith.planners.maintenance_states import NODE_FLOW
@@ -379,6 +382,15 @@ class NodeMaintenance:
         of owner are kept alive)."""
         parsed = parse_owner(owner)
         if parsed is None:
+            hashed = hashed_owner_prefix(owner)
+            if hashed == PLAN_OWNER_PREFIX:
+                return any(plan_owner(str(p["metadata"].get("namespace")),
+                                      str(p["metadata"]["name"])) == owner
+                           for p in await self.client.list(PLANS, copy=False))
+            if hashed == REBOOT_OWNER_PREFIX:
+                return any(reboot_owner(str(r["metadata"].get("namespace")),
+                                        str(r["metadata"]["name"])) == owner
+                           for r in await self.client.list(REBOOTS, copy=False))
             return True
         prefix, namespace, name = parsed
         if prefix == PLAN_OWNER_PREFIX:

@@ -137,7 +137,9 @@ class RequestKeys:
 
 
 def request_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
-    """Mapper for NodeMaintenanceRequests: the GracefulRebootRequest that owns it."""
+    """Mapper for NodeMaintenanceRequests: the GracefulRebootRequest that owns it
+    (an owner in digest form, for a namespace and name past a label's 63
+    characters, names none: that request is woken by its own resync)."""
     owner = ((obj.get("metadata") or {}).get("labels") or {}).get(OWNER_LABEL)
     parsed = parse_owner(str(owner)) if owner else None
     if parsed is None or parsed[0] != REBOOT_OWNER_PREFIX:

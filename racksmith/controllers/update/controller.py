@@ -71,11 +71,13 @@ from racksmith.controllers.update.names import (
     NAMESPACE_ANNOTATION,
     OWNER_LABEL,
     PLAN_API_VERSION,
+    PLAN_OWNER_PREFIX,
     READY_TO_FINISH,
     RELEASE_ANNOTATION,
     UPDATE_GROUP_LABEL,
     backup_name,
     cmr_name,
+    hashed_owner_prefix,
     plan_name,
     plan_owner,
     reboot_owner,
@@ -414,7 +416,9 @@ class UpdateReconciler:
         if cmr is None:
             return
         owner = str((cmr["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
-        if owner.startswith("plan.") and owner not in owners:
+        mine = owner.startswith(f"{PLAN_OWNER_PREFIX}.") \
+            or hashed_owner_prefix(owner) == PLAN_OWNER_PREFIX
+        if mine and owner not in owners:
             await self.client.delete(CMRS, None, name)
             self.log.info("cluster maintenance ended", kind="ClusterMaintenanceRequest",
                           name=name, owner=owner)

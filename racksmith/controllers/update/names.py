@@ -34,6 +34,8 @@ READY_TO_FINISH = NodeState.READY_TO_FINISH.value
 DONE = "Done"
 """What the plan's status records for a finished machine."""
 plan_owner = maintenance_planner.plan_owner
+hashed_owner_prefix = maintenance_planner.hashed_owner_prefix
+PLAN_OWNER_PREFIX = maintenance_planner.PLAN_OWNER_PREFIX
 reboot_owner = maintenance_planner.reboot_owner
 
 # Plan condition types.

@@ -341,3 +341,30 @@ def test_timings_are_inputs() -> None:
     assert d.action == RequestReboot("h1", later)
     assert "within 2 s" in d.progress.message
     assert [eviction_backoff(n, fast) for n in range(6)] == [0, 0.1, 0.2, 0.4, 0.5, 0.5]
+
+
+def test_an_owner_too_long_for_a_label_is_a_digest_that_names_nothing() -> None:
+    """plan.<ns>.<plan> fits a label value (63 characters) as it is; past
+    that the owner is plan-h.<sha256>: a valid label value, stable, and never
+    parsed into a namespace and name it is not (the sweep matches it by
+    recomputing plan_owner of the plans that exist)."""
+    import re
+
+    from racksmith.planners.maintenance import (
+        hashed_owner_prefix,
+        parse_owner,
+        plan_owner,
+        reboot_owner,
+    )
+
+    assert plan_owner("default", "demo-racksmith-1.1.0") == "plan.default.demo-racksmith-1.1.0"
+    assert parse_owner("plan.default.demo-racksmith-1.1.0") == (
+        "plan", "default", "demo-racksmith-1.1.0")
+    long_ns, long_name = "a-team-namespace-" + "x" * 40, "cluster-" + "y" * 60 + "-1.2.3"
+    for owner, prefix in ((plan_owner(long_ns, long_name), "plan"),
+                          (reboot_owner(long_ns, long_name), "reboot")):
+        assert len(owner) <= 63
+        assert re.fullmatch(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]", owner), owner
+        assert hashed_owner_prefix(owner) == prefix and parse_owner(owner) is None
+    assert plan_owner(long_ns, long_name) == plan_owner(long_ns, long_name)
+    assert plan_owner(long_ns, long_name) != plan_owner(long_ns, long_name + "z")
