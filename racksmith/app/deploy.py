@@ -35,7 +35,7 @@ from typing import Any
 
 from racksmith.apiserver.rbac.bootstrap import AGENT_ROLE, bootstrap_objects
 from racksmith.app.identities import LABELS, MANAGER, NAMESPACE, RBAC, identity_objects
-from racksmith.kinds.crdgen import all_crds
+from racksmith.kinds.crdgen import all_crds, kind_roles
 from racksmith.runtime.access import Access
 
 Obj = dict[str, Any]
@@ -142,7 +142,7 @@ def kustomize_base(accesses: Mapping[str, Access], *, image: str = IMAGE,
     files: dict[str, list[Obj] | Obj] = {
         "namespace.yaml": [namespace],
         "crds.yaml": all_crds(),
-        "rbac.yaml": [*rbac, *_agent_rbac()],
+        "rbac.yaml": [*rbac, *_agent_rbac(), *kind_roles()],
         "controllers.yaml": [*_ironic_connection(), _deployment(image)],
         "agent-bootstrap.yaml": [_agent_bootstrap()],
     }

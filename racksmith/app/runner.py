@@ -58,7 +58,7 @@ from racksmith.emulator.workloads import ACCESS as WORKLOADS_ACCESS
 from racksmith.emulator.workloads import reference_workloads_controller
 from racksmith.etcdcluster import LocalEtcdCluster
 from racksmith.ironic.client import IronicClient
-from racksmith.kinds.crdgen import all_crds
+from racksmith.kinds.crdgen import bootstrap_manifests
 from racksmith.kinds.hostannotations import DEPLOYED_AFTER_BACKUP, DETACHED
 from racksmith.kinds.metal import BareMetalHost, ChecksumType, Image
 from racksmith.provisioner.base import Provisioner
@@ -234,7 +234,7 @@ class Racksmith:
             ready=self.ready, metrics=self._metrics,
             extra_routes=console.routes(lambda: self.alertmanager_url) if s.console else [],
             public=console.is_public if s.console else (lambda _path: False))
-        await self.server.start(bootstrap=all_crds())
+        await self.server.start(bootstrap=bootstrap_manifests())
         self._server_started = True
         self.log_rotator = LogRotator(s.data_dir)
         self.log_rotator.start()

@@ -114,6 +114,11 @@ class KindInfo:
     categories: tuple[str, ...] = ("racksmith",)
     printer_columns: tuple[PrinterColumn, ...] = ()
     selectable_fields: tuple[str, ...] = ()
+    built_in_roles: tuple[str, ...] = ("view", "edit")
+    """Which of Kubernetes' built-in roles see the kind (``view``: read;
+    ``edit``: write, and ``admin`` through ``edit``): explicit per kind, so a
+    kind added later (one holding credentials, say) is readable by no viewer
+    until it says so (``racksmith.kinds.crdgen.kind_roles``)."""
     version: str = DEFAULT_VERSION
     singular: str = ""
     list_kind: str = field(default="", compare=False)

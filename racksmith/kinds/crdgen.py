@@ -225,6 +225,47 @@ def all_crds() -> list[dict[str, Any]]:
     return [crd_for(kind_cls) for kind_cls in ALL_KINDS]
 
 
+KIND_ROLE = "racksmith:kinds:{role}"
+_AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+_READ = ["get", "list", "watch"]
+_WRITE = ["create", "delete", "deletecollection", "patch", "update"]
+
+
+def kind_roles() -> list[dict[str, Any]]:
+    """Racksmith's kinds in Kubernetes' built-in roles, as Kubernetes does it:
+    a ClusterRole per role (``racksmith:kinds:view``, ``racksmith:kinds:edit``)
+    naming each kind's resources explicitly (its status subresource too, for
+    ``view``), labelled ``rbac.authorization.k8s.io/aggregate-to-<role>`` so
+    ``view``/``edit``/``admin`` aggregate them. A kind is in a role only when
+    its ``KindInfo.built_in_roles`` says so: never a group wildcard."""
+    out: list[dict[str, Any]] = []
+    for role, verbs in (("view", _READ), ("edit", _WRITE)):
+        by_group: dict[str, list[str]] = {}
+        for kind_cls in ALL_KINDS:
+            info = kind_cls.info
+            if role not in info.built_in_roles:
+                continue
+            resources = by_group.setdefault(info.group, [])
+            resources.append(info.plural)
+            if role == "view" and kind_cls.has_status():
+                resources.append(f"{info.plural}/status")
+        out.append({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": KIND_ROLE.format(role=role),
+                         "labels": {"app.kubernetes.io/part-of": "racksmith",
+                                    f"{_AGGREGATE_TO}{role}": "true"}},
+            "rules": [{"apiGroups": [group], "resources": sorted(resources), "verbs": verbs}
+                      for group, resources in sorted(by_group.items())],
+        })
+    return out
+
+
+def bootstrap_manifests() -> list[dict[str, Any]]:
+    """What a Racksmith API server is started with: every CRD, then the
+    kinds' built-in roles (``kind_roles``)."""
+    return [*all_crds(), *kind_roles()]
+
+
 class _Dumper(yaml.SafeDumper):
     """Plain YAML: no anchors/aliases, block style, long lines kept."""
 

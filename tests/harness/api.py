@@ -73,6 +73,13 @@ def crds() -> list[Obj]:
     return copy.deepcopy(list(_all_crds()))
 
 
+def kind_roles() -> list[Obj]:
+    """The kinds' built-in roles (``racksmith.kinds.crdgen.kind_roles``)."""
+    from racksmith.kinds.crdgen import kind_roles as roles
+
+    return roles()
+
+
 @functools.cache
 def _cluster_scoped() -> frozenset[tuple[str, str]]:
     return frozenset((c["spec"]["group"], c["spec"]["names"]["plural"])
@@ -103,7 +110,7 @@ async def serving(data_dir: Path, *, with_crds: bool = True,
         options["public"] = public
     server = ApiServer(ApiServerConfig(data_dir=data_dir, port=0, **config), **options)
     try:
-        await server.start(bootstrap=crds() if with_crds else ())
+        await server.start(bootstrap=[*crds(), *kind_roles()] if with_crds else ())
         yield server
     finally:
         await server.stop()

@@ -15,7 +15,9 @@ operator changed it; every other one is put back as declared here.
 ``view`` never grants Secrets; ``edit`` does (as in Kubernetes: it can run
 pods that mount them anyway). Racksmith's aggregate-to-view also grants
 reading the infrastructure an operator looks at: Nodes, PersistentVolumes,
-StorageClasses and every Racksmith kind, cluster-scoped ones included.
+StorageClasses; Racksmith's own kinds aggregate into ``view`` and ``edit``
+through the ClusterRoles their declarations make
+(``racksmith.kinds.crdgen.kind_roles``, applied with the CRDs).
 ``racksmith:operator`` aggregates what view aggregates plus
 ``racksmith:aggregate-to-operator`` (the day-2 actions; docs/access.md has the
 table), so a role added to view is added to operator too.
@@ -123,15 +125,14 @@ def bootstrap_objects() -> list[Obj]:
             _rule([RBAC_GROUP], ["roles", "rolebindings"], READ + WRITE),
             _rule(["authorization.k8s.io"], ["localsubjectaccessreviews"], ["create"]),
         ], labels={f"{AGGREGATE_TO}admin": "true"}),
+        # Racksmith's own kinds reach view and edit through the roles the
+        # kinds declare (racksmith.kinds.crdgen.kind_roles, applied with the
+        # CRDs): explicit resources, never a group wildcard.
         _role("racksmith:aggregate-to-view", [
-            _rule(list(RACKSMITH_GROUPS), [everything], READ),
             _rule([""], ["nodes", "nodes/status", "persistentvolumes"], READ),
             _rule(["storage.k8s.io"], ["storageclasses"], READ),
             _rule(["coordination.k8s.io"], ["leases"], READ),
         ], labels={f"{AGGREGATE_TO}view": "true"}),
-        _role("racksmith:aggregate-to-edit", [
-            _rule(list(RACKSMITH_GROUPS), [everything], WRITE),
-        ], labels={f"{AGGREGATE_TO}edit": "true"}),
         # racksmith:operator: everything that aggregates into view (so never
         # Secrets or RBAC) plus the day-2 actions of racksmith:aggregate-to-operator
         _role(OPERATOR_ROLE, [], aggregate="view", extra_aggregate=AGGREGATE_TO_OPERATOR),

@@ -103,8 +103,11 @@ def binding(kind: str, name: str, role: str, subjects: list[Obj], ns: str = "",
 
 
 def authorizer() -> Authorizer:
+    """The server's built-in roles and the kinds' (applied with the CRDs)."""
+    from racksmith.kinds.crdgen import kind_roles
+
     a = Authorizer()
-    for obj in bootstrap_objects():
+    for obj in [*bootstrap_objects(), *kind_roles()]:
         plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
         a.load(plural, [obj])
     return a
