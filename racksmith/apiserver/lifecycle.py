@@ -426,6 +426,11 @@ class Lifecycle:
                 if left:
                     await self._retry_later("object", Key(info.storage_key, "", name), "")
                     return
+                # Stop serving before the CRD goes: a client that sees the CRD
+                # gone must never find its resources still served (its
+                # removal hook runs after the store's delete, with awaits
+                # between on etcd). Nothing of the kind is left to serve.
+                self.registry.remove_crd(name)
                 await self._drop_finalizer(info, crd, CRD_CLEANUP)
             return
         if CRD_CLEANUP not in fins:
