@@ -310,6 +310,8 @@ status:
 """
 
 
+@pytest.mark.parametrize("kubectl", [27, 33], ids=["kubectl-1.27", "kubectl-1.33"],
+                         indirect=True)
 def test_drain_stops_at_a_disruption_budget_and_its_timeout(kubectl: Kubectl) -> None:
     """`kubectl drain` of a node whose two Ready pods a PDB (minAvailable: 2)
     protects prints the budget's refusal, gives up at its --timeout and exits
@@ -317,8 +319,6 @@ def test_drain_stops_at_a_disruption_budget_and_its_timeout(kubectl: Kubectl) ->
     with a Retry-After header would be retried silently inside client-go and
     drain would hang past its --timeout: the run's own subprocess limit
     (60 s) then fails the test."""
-    if kubectl.bin.endswith("kubectl.1.30"):
-        pytest.skip("drain is checked with the oldest and newest builds (1.27, 1.33)")
     ns = _ns(kubectl)
     node = f"acc-node-{ns}"
     kubectl.apply(DRAIN_SITE.format(node=node, ns=ns) + "".join(
