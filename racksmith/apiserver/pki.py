@@ -130,10 +130,22 @@ class Pki:
 
     def ssl_context(self) -> ssl.SSLContext:
         """A server-side TLS context presenting the serving certificate (TLS 1.2+)."""
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        context.load_cert_chain(self.cert_path, self.key_path)
-        return context
+        return server_ssl_context(self.cert_path, self.key_path)
+
+
+def server_ssl_context(cert_file: Path, key_file: Path, client_ca_file: Path | None = None
+                       ) -> ssl.SSLContext:
+    """A server-side TLS 1.2+ context presenting ``cert_file``; with
+    ``client_ca_file``, client certificates that CA issued are asked for
+    (optional: a request may carry a token instead, or nothing) and verified
+    (``racksmith.apiserver.x509auth`` reads who they name)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    if client_ca_file is not None:
+        context.load_verify_locations(cafile=str(client_ca_file))
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
 
 
 def _now() -> dt.datetime:

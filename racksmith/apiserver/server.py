@@ -53,7 +53,6 @@ from racksmith.apiserver.store.etcd import EtcdConfig, EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.apiserver.tokenauth import ServiceAccountAuthenticator
 from racksmith.apiserver.users import TokenFile
-from racksmith.apiserver.x509auth import client_cert_context
 from racksmith.election import LeaderElector
 
 Obj = dict[str, Any]
@@ -198,12 +197,12 @@ class ApiServer:
             self.ca_pem = bundle.ca_cert_pem
             cfg = self.config
             if cfg.tls_cert_file is not None and cfg.tls_key_file is not None:
-                ssl_context = client_cert_context(cfg.tls_cert_file, cfg.tls_key_file,
+                ssl_context = pki.server_ssl_context(cfg.tls_cert_file, cfg.tls_key_file,
                                                   cfg.client_ca_file)
                 if cfg.client_ca_file is not None:
                     self.ca_pem = cfg.client_ca_file.read_bytes()
             else:
-                ssl_context = client_cert_context(bundle.cert_path, bundle.key_path,
+                ssl_context = pki.server_ssl_context(bundle.cert_path, bundle.key_path,
                                                   cfg.client_ca_file)
         await self.store.open()
         await self._ensure_namespaces()

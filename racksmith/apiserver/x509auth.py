@@ -1,12 +1,11 @@
 """Client certificates as kube-apiserver's x509 authenticator reads them.
 
-Owns :func:`client_cert_context` (the serving TLS context that asks for a
-client certificate and verifies it against ``--client-ca-file``, without
-requiring one: a request may still carry a bearer token instead, or
-nothing, as on kube) and :func:`user_of` (the user a verified certificate
-names: the subject's CN is the user, each O a group, plus
-``system:authenticated``). Only a certificate the TLS layer verified
-against the client CA reaches :func:`user_of`: a certificate from another
+Owns :func:`user_of` (the user a verified certificate names: the
+subject's CN is the user, each O a group, plus ``system:authenticated``).
+The serving TLS context that asks for a client certificate and verifies it
+against ``--client-ca-file`` is ``pki.server_ssl_context``. Only a
+certificate the TLS layer verified against the client CA reaches
+:func:`user_of`: a certificate from another
 CA fails the handshake, as on kube-apiserver.
 
 This is what lets ``racksmith apiserver`` stand in for a cluster's
@@ -19,27 +18,11 @@ unchanged.
 
 from __future__ import annotations
 
-import ssl
-from pathlib import Path
 from typing import Any
 
 from racksmith.apiserver.pki import User
 
 AUTHENTICATED = "system:authenticated"
-
-
-def client_cert_context(cert_file: Path, key_file: Path, client_ca_file: Path | None
-                        ) -> ssl.SSLContext:
-    """A server-side TLS 1.2+ context presenting ``cert_file``; with
-    ``client_ca_file``, client certificates that CA issued are asked for
-    (optional) and verified."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert_file, key_file)
-    if client_ca_file is not None:
-        context.load_verify_locations(cafile=str(client_ca_file))
-        context.verify_mode = ssl.CERT_OPTIONAL
-    return context
 
 
 def user_of(peercert: Any) -> User | None:
