@@ -97,6 +97,9 @@ class AgentTiming:
     kubelet_report: float = 300.0
     """An unchanged Node status is posted again this often (the kubelet's
     nodeStatusReportFrequency: the Lease is the heartbeat)."""
+    static_pods: float = 2.0
+    """How often the emulated kubelet looks at its static pods (a dead one is
+    started again, a changed manifest restarts it)."""
     token_check: float = 3600.0
     """How often the agent looks whether its token is due for renewal."""
     lease_duration: int = 40

@@ -17,14 +17,21 @@ refuses; both messages end up in the item's status. An item with
 
 from __future__ import annotations
 
+import datetime as dt
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import yaml
+
 from racksmith.agent import kubeadm
+from racksmith.agent.clusterplane import ControlPlaneHost
 from racksmith.agent.host import REBOOT_REQUIRED, Host, HostError, render_argv
+from racksmith.agent.kubelet import internal_ip, netplan_addresses
 from racksmith.kinds.cluster import StateItem, StateItemType
+from racksmith.loopback import LoopbackMap
+from racksmith.planners.release import NETPLAN_PATH
 
 __all__ = [
     "EXECUTORS",
@@ -65,6 +72,9 @@ class ExecContext:
     ``on_kubelet_conf``: awaited after an emulated kubeadm item wrote
     kubelet.conf (starts the emulated kubelet before the next item).
     ``dry_run``: never evaluate guards that run processes.
+    ``network``: an emulated host's loopback images (``racksmith.loopback``);
+    with it, a control-plane host's kubeadm item runs the emulated control
+    plane (``clusterplane``).
     """
 
     host: Host
@@ -73,6 +83,7 @@ class ExecContext:
     nodes: NodeControl | None = None
     dry_run: bool = False
     on_kubelet_conf: Callable[[], Awaitable[None]] | None = None
+    network: LoopbackMap | None = None
 
 
 @dataclass(frozen=True)
@@ -329,6 +340,9 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
     configuration = params.get("configuration")
     if configuration is not None and not isinstance(configuration, dict):
         raise ItemError("params.configuration must be a mapping")
+    control_plane = "master" in (cluster.get("roles") or [])
+    if control_plane and cluster.get("initNode") == ctx.node_name:
+        phase = "init"  # Cluster API's first control-plane machine initialises the cluster
     path = kubeadm.config_path(phase)
     try:
         content = kubeadm.render_config(phase, cluster, ctx.node_name, configuration).encode()
@@ -341,6 +355,8 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
             host.write_file(path, content, 0o600)
 
         actions.append(Action(f"write {path} ({len(content)} bytes, mode 0600)", write_config))
+    if control_plane and host.emulated and ctx.network is not None:
+        actions.extend(await _emulated_control_plane(cluster, ctx, ctx.network))
     if host.exists(kubeadm.KUBELET_CONF):
         return actions
     if host.emulated:
@@ -366,6 +382,31 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
 
     actions.append(Action(host.command_action(argv), run_kubeadm))
     return actions
+
+
+async def _emulated_control_plane(cluster: Mapping[str, Any], ctx: ExecContext,
+                                  network: LoopbackMap) -> list[Action]:
+    """The emulated kubeadm's control-plane steps on this host (``clusterplane``)."""
+    host = ctx.host
+    raw = host.read_file(NETPLAN_PATH)
+    try:
+        found = netplan_addresses(yaml.safe_load(raw)) if raw else []
+    except yaml.YAMLError:
+        found = []
+    cidrs = cluster.get("controlPlaneCIDRs")
+    address = internal_ip(found, cidrs if isinstance(cidrs, list) else [])
+    if address is None:
+        raise HostError(f"{NETPLAN_PATH} gives this host no control-plane address")
+    plane = ControlPlaneHost(host, ctx.node_name, cluster, address, network)
+    now = dt.datetime.now(dt.UTC)
+    todo = await plane.plan(now)
+    if not todo:
+        return []
+
+    async def run() -> None:
+        await plane.apply(dt.datetime.now(dt.UTC))
+
+    return [Action("emulated kubeadm control plane: " + "; ".join(todo), run)]
 
 
 #: Item type → executor; a type missing here fails the item (never skipped).

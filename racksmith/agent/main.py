@@ -3,10 +3,12 @@
 Owns wiring the parts for one run: the config (``config``), the host
 (``RealHost`` or, with ``emulated``, ``EmulatedHost`` — nothing outside
 ``root`` is touched and no process is started but the storage tasks'
-mkfs/blkid/wipefs on files under it), the API client
-(``kube``), the executors' context, the reconcile loop (``loop``), in
-emulated mode the emulated kubelet (``kubelet``) and, when running
-continuously, the storage loop (``storage``: the node's Volume jobs).
+mkfs/blkid/wipefs on files under it and the host's static pods), the API
+client (``kube``), the executors' context, the reconcile loop (``loop``), in
+emulated mode the emulated kubelet (``kubelet``) with its static pods
+(``staticpods``; the datacenter's loopback images come from the file
+``$RACKSMITH_EMULATED_NETWORK`` names, ``racksmith.loopback``) and, when
+running continuously, the storage loop (``storage``: the node's Volume jobs).
 Modes:
 
 - default: loop, storage loop (and kubelet) until SIGTERM/SIGINT or
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -30,16 +33,18 @@ from typing import TextIO
 
 import structlog
 
-from racksmith import __version__
+from racksmith import __version__, loopback
 from racksmith.agent.config import AgentTiming, ConfigError, load_config
 from racksmith.agent.executors import ExecContext
 from racksmith.agent.host import EmulatedHost, Host, RealHost, Runner, run_process
 from racksmith.agent.kube import AgentKube, api_client
 from racksmith.agent.kubelet import EmulatedKubelet
 from racksmith.agent.loop import Outcome, ReconcileLoop
+from racksmith.agent.staticpods import StaticPods
 from racksmith.agent.storage import StorageContext, StorageLoop
 from racksmith.agent.token import TokenRenewer
 from racksmith.clock import Clock, SystemClock
+from racksmith.loopback import LoopbackMap
 
 __all__ = ["AGENT_VERSION", "run_agent"]
 
@@ -84,8 +89,11 @@ async def run_agent(
         kube = AgentKube(client)
         kubelet = EmulatedKubelet(host, kube, config.node_name, clock, timing) \
             if emulated else None
+        network_file = os.environ.get(loopback.ENV) if emulated else None
         ctx = ExecContext(host=host, node_name=config.node_name, server=config.server,
-                          nodes=kube, dry_run=dry_run)
+                          nodes=kube, dry_run=dry_run,
+                          network=LoopbackMap(Path(network_file)) if network_file else None)
+        static_pods = StaticPods(host) if emulated and not dry_run else None
         if kubelet is not None and not dry_run:
             ctx.on_kubelet_conf = _kubelet_starter(kubelet)
         loop = ReconcileLoop(kube, config.namespace, config.lcm_machine, ctx, clock, timing,
@@ -96,6 +104,8 @@ async def run_agent(
             result = await loop.run_pass()
             if kubelet is not None:
                 await kubelet.sync()
+            if static_pods is not None:
+                await asyncio.to_thread(static_pods.sync)
             if result.error:
                 print(f"racksmith agent: {result.error}", file=sys.stderr)
             return 0 if result.outcome == Outcome.READY else 1
@@ -111,6 +121,9 @@ async def run_agent(
                 tasks = [asyncio.create_task(loop.run(stop, changes), name="racksmith-agent-loop"),
                          asyncio.create_task(storage.run(stop), name="racksmith-agent-storage"),
                          asyncio.create_task(renewer.run(stop), name="racksmith-agent-token")]
+                if static_pods is not None:
+                    tasks.append(asyncio.create_task(
+                        static_pods.run(stop, timing.static_pods), name="racksmith-static-pods"))
                 if kubelet is not None:
                     tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
                     tasks.append(asyncio.create_task(

@@ -36,7 +36,7 @@ from racksmith import datalock, filemodes
 
 LOG_NAME = "racksmith-up.log"
 READY_MARK = "readyz: "
-OURS = ("racksmith", "ironic", "etcd", "sushy")
+OURS = ("racksmith", "ironic", "etcd", "sushy", "haproxy")
 """What a process started for a data dir has in its command line."""
 PID_FILES = ("ironic/ironic.pid", "emulator/emulator.pid", "replicas/r*.pid",
              "etcd/member-*.pid")
@@ -142,7 +142,8 @@ def _describe(cmdline: str) -> str:
     words = cmdline.split()
     for marker, what in (("ironic", "Ironic"), ("etcd", "an etcd member"),
                          ("apiserver", "an API server replica"), ("emulator", "the virtual "
-                         "datacenter"), ("agent", "a host agent")):
+                         "datacenter"), ("agent", "a host agent"),
+                         ("haproxy", "a cluster endpoint's HAProxy")):
         if any(marker in w for w in words[:4]):
             return what
     return words[0] if words else "a process"

@@ -61,6 +61,7 @@ from racksmith.ironic.client import IronicClient
 from racksmith.kinds.crdgen import bootstrap_manifests
 from racksmith.kinds.hostannotations import DEPLOYED_AFTER_BACKUP, DETACHED
 from racksmith.kinds.metal import BareMetalHost, ChecksumType, Image
+from racksmith.loopback import LoopbackMap
 from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.access import Access
@@ -90,13 +91,15 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                       client_for: Callable[[str], Any] | None = None,
                       snapshotter: Snapshotter | None = None,
                       backup_before_update: bool = True,
-                      clusters: ClusterClients | None = None) -> list[Controller]:
+                      clusters: ClusterClients | None = None,
+                      reach: Callable[[str], str] | None = None) -> list[Controller]:
     """Every controller ``racksmith up`` runs, built with ``settings`` (workers,
     timings): those of :func:`all_controllers` (the BareMetalHost controller
     when a ``provisioner`` is given), with a ``snapshotter`` the backup
     controller (and, unless ``backup_before_update`` is False, a backup
     before every update plan starts), with ``clusters`` the probes of each
-    managed cluster's endpoint and, with
+    managed cluster's endpoint (``reach``: the address it connects to for one
+    of the site's, the virtual datacenter's loopback image) and, with
     emulated hosts and ``settings.reference_workloads``, the reference
     workload controller. ``client_for``: each controller's own client, by
     name (None: ``client``)."""
@@ -108,7 +111,7 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                                       alertmanager_url=alertmanager_url,
                                       backup_before_update=(snapshotter is not None
                                                             and backup_before_update),
-                                      clusters=clusters),
+                                      clusters=clusters, reach=reach),
                                   timings=settings.timings.controllers, client_for=client_for)
     if snapshotter is not None:
         controllers.append(backup_controller(
@@ -275,7 +278,7 @@ class Racksmith:
                 s, manager_client, provisioner=self.provisioner, registry=registry,
                 default_image=self._default_image(), alertmanager_url=self.alertmanager_url,
                 emulated=self.emulator is not None, on_step=self.on_step,
-                client_for=self.identities.client_for,
+                client_for=self.identities.client_for, reach=self._reach(),
                 # backups read the SQLite store; etcd is backed up with etcdctl
                 # (docs/ha.md): there a ControlPlaneBackup fails saying so
                 snapshotter=self._snapshotter() if self.uses_sqlite else EtcdStoreSnapshots(),
@@ -299,11 +302,19 @@ class Racksmith:
         self._started = True
         self.on_step("ready")
 
+    def _reach(self) -> Callable[[str], str] | None:
+        """With emulated hosts, a cluster's endpoint is reached at its loopback
+        image in the virtual datacenter (``racksmith.loopback``)."""
+        if not self.settings.emulate_hosts:
+            return None
+        return LoopbackMap(self.settings.data_dir / "emulator" / "network.json").image
+
     def _cluster_clients(self) -> ClusterClients | None:
-        """The per-cluster tracker, when endpoints are probed (its key files
+        """The per-cluster tracker, when endpoints are probed (always with
+        emulated hosts, whose clusters serve their own API; its key files
         under DATA/clusters)."""
         s = self.settings
-        if not s.probe_cluster_endpoints:
+        if not (s.probe_cluster_endpoints or s.emulate_hosts):
             return None
         self.cluster_clients = ClusterClients(s.data_dir / "clusters",
                                               probe_interval=s.cluster_probe_interval)

@@ -98,9 +98,10 @@ class Settings:
     probe_cluster_endpoints: bool = False
     """``racksmith up --probe-cluster-endpoints``: the Cluster controller
     probes each managed cluster's endpoint (``/readyz``) and sets
-    ``ControlPlaneReachable`` from it. Off by default: the virtual
-    datacenter's clusters do not serve their own API yet, and their VIPs are
-    addresses of a network that does not exist on this machine."""
+    ``ControlPlaneReachable`` from it. Always on with emulated hosts (the
+    virtual datacenter's clusters serve their own API, reached at the
+    loopback images of their VIPs); off by default otherwise: a real site's
+    VIPs may not be routable from where ``racksmith up`` runs."""
     cluster_probe_interval: float = 30.0
     """Seconds between two probes of one cluster's endpoint."""
     etcd_members: int = 0

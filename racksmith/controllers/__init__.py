@@ -108,6 +108,10 @@ class ClusterOptions:
     ``clusters``: the per-cluster tracker (``racksmith.runtime.clusters``)
     whose probes of each cluster's endpoint set ``ControlPlaneReachable``;
     None: endpoints are not probed.
+    ``reach``: where the management plane connects to reach an address of
+    the site (the virtual datacenter's loopback image of it,
+    ``racksmith.loopback``); None: the address itself. It is the server of
+    each cluster's kubeconfig and of the tracker's clients.
     """
 
     default_image: Image | None = None
@@ -115,6 +119,7 @@ class ClusterOptions:
     alertmanager_url: str | None = None
     backup_before_update: bool = False
     clusters: ClusterClients | None = None
+    reach: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,7 +201,8 @@ def all_controllers(
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
                                timings=t.machine, recorder=events),
             cluster_controller(c("cluster"), workers=1, recorder=events,
-                               clusters=cluster.clusters, identities=CLUSTER_IDENTITIES),
+                               clusters=cluster.clusters, identities=CLUSTER_IDENTITIES,
+                               reach=cluster.reach),
             volume_controller(c("volume"), workers=min(workers, 2), timings=t.volume,
                               recorder=events),
             claim_binder_controller(c("claim-binder"), workers=1),

@@ -163,9 +163,11 @@ def issue_client(ca: KeyPair, user: str, groups: Iterable[str] = ()) -> KeyPair:
     return _issue(ca, subject, [ExtendedKeyUsageOID.CLIENT_AUTH], [])
 
 
-def issue_serving(ca: KeyPair, common_name: str, hosts: Iterable[str]) -> KeyPair:
+def issue_serving(ca: KeyPair, common_name: str, hosts: Iterable[str], *,
+                  client: bool = False) -> KeyPair:
     """A serving certificate for ``hosts`` (IP addresses become IP SANs, the
-    rest DNS SANs)."""
+    rest DNS SANs); with ``client``, good as a client too (an etcd member's
+    server and peer certificates, as kubeadm issues them)."""
     sans: list[x509.GeneralName] = []
     for host in dict.fromkeys(h.strip().strip("[]") for h in hosts if h.strip()):
         try:
@@ -173,7 +175,10 @@ def issue_serving(ca: KeyPair, common_name: str, hosts: Iterable[str]) -> KeyPai
         except ValueError:
             sans.append(x509.DNSName(host.lower()))
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    return _issue(ca, subject, [ExtendedKeyUsageOID.SERVER_AUTH], sans)
+    usages = [ExtendedKeyUsageOID.SERVER_AUTH]
+    if client:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
+    return _issue(ca, subject, usages, sans)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from racksmith.emulator.listeners import Listeners
 from racksmith.emulator.osboot import OSBoot
 from racksmith.emulator.redfish import RedfishEmulator
 from racksmith.filemodes import private_dir, write_private
+from racksmith.loopback import LoopbackMap
 from racksmith.redact import register_secret
 
 log = structlog.get_logger("racksmith.emulator.datacenter")
@@ -118,7 +119,8 @@ class VirtualDatacenter:
         for password in (*self._passwords.values(), *(h.bmc_password for h in self.hosts)):
             register_secret(password)  # never in a log line (racksmith.redact)
         self.disks = DiskStore(self.root / "hosts")
-        self.os_boot = OSBoot(self.disks)
+        self.network = LoopbackMap(self.root / "network.json")
+        self.os_boot = OSBoot(self.disks, network_file=self.network.path)
         if listeners is None and ports is None:
             listeners = Listeners.bind()
         socks = dict(listeners.sockets) if listeners is not None else {}

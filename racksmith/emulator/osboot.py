@@ -77,6 +77,7 @@ from racksmith.emulator.configdrive import (
 from racksmith.emulator.disks import METADATA_BYTES, DiskStore
 from racksmith.emulator.inventory import DiskInfo, EmulatedHost
 from racksmith.filemodes import HOST_UMASK
+from racksmith.loopback import ENV as NETWORK_ENV
 
 log = structlog.get_logger("racksmith.emulator.osboot")
 
@@ -84,6 +85,8 @@ DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "racksmith.cli.main")
 AGENT_LOG = "var/log/racksmith-agent.log"
 CLOUD_INIT_LOG = "var/log/cloud-init-emulated.log"
 PID_FILE = "run/racksmith-agent.pid"
+STATIC_PODS_DIR = "run/static-pods"
+"""The emulated kubelet's pid files of the host's static pods (``{"pid": N, ...}``)."""
 HARDWARE_FILE = "etc/racksmith/hardware.json"
 INSTANCE_DIR = "var/lib/cloud/instance"
 INSTALL_ID_FILE = "var/lib/cloud/data/install-id"
@@ -267,10 +270,12 @@ class OSBoot:
         *,
         command: Sequence[str] = DEFAULT_COMMAND,
         stop_timeout: float = 5.0,
+        network_file: Path | None = None,
     ) -> None:
         self.disks = disks
         self.command = tuple(command)
         self.stop_timeout = stop_timeout
+        self.network_file = network_file
         self._hosts: dict[str, _HostOS] = {}
         self._closed = False
 
@@ -364,8 +369,30 @@ class OSBoot:
         if processes:
             log.info("host os shutting down", host=host.name, pids=[p.pid for p in processes])
         await self._stop_processes(processes)
+        await self._stop_static_pods(root)
         state.processes = []
         (root / PID_FILE).unlink(missing_ok=True)
+
+    async def _stop_static_pods(self, root: Path) -> None:
+        """Stop what the host's kubelet started (``run/static-pods/*.json``) and
+        outlived its agent: each process alone (it is no group leader)."""
+        pids: list[int] = []
+        for path in sorted((root / STATIC_PODS_DIR).glob("*.json")):
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                pid = int(json.loads(path.read_text())["pid"])
+                if _pid_alive(pid) and os.fsencode(str(root)) in _cmdline(pid):
+                    pids.append(pid)
+            path.unlink(missing_ok=True)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.stop_timeout
+        while any(_pid_alive(p) for p in pids) and time.monotonic() < deadline:  # noqa: ASYNC110 - polls pids
+            await asyncio.sleep(0.05)
+        for pid in pids:
+            if _pid_alive(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
 
     async def _stop_processes(self, processes: list[_Process]) -> None:
         for proc in processes:
@@ -533,9 +560,12 @@ class OSBoot:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         (root / PID_FILE).parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as out:
+            env = None
+            if self.network_file is not None:
+                env = {**os.environ, NETWORK_ENV: str(self.network_file)}
             popen = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                cwd=root, start_new_session=True,
+                cwd=root, start_new_session=True, env=env,
                 # A real host's umask, not the emulator's private one: the
                 # root reproduces a host (racksmith.filemodes).
                 umask=HOST_UMASK,

@@ -163,9 +163,11 @@ RENDERERS: dict[StateItemType, _Render] = {
 }
 
 
-def _context(release: ClusterRelease, roles: tuple[Role, ...], cluster: Cluster) -> dict[str, Any]:
+def _context(release: ClusterRelease, roles: tuple[Role, ...], cluster: Cluster,
+             init_node: str | None) -> dict[str, Any]:
     spec = cluster.spec
-    return {
+    extra = {"initNode": init_node} if init_node and Role.MASTER in roles else {}
+    return extra | {
         "name": cluster.metadata.name,
         "release": release.spec.version,
         "kubernetesVersion": release.spec.kubernetes_version,
@@ -195,17 +197,21 @@ def plan_state_items(
     roles: Iterable[Role | str],
     cluster: Cluster,
     netconfig: Mapping[str, Any] | None = None,
+    init_node: str | None = None,
 ) -> PlannedRelease | list[ReleaseError]:
     """The machine's state items in apply order, or every reason they cannot be planned.
 
     ``roles`` are the Machine's ``spec.roles``; ``netconfig`` its IpamHost's
-    rendered netplan (the content under ``network:``), if any.
+    rendered netplan (the content under ``network:``), if any; ``init_node``
+    the node of the cluster's first control-plane machine (Cluster API's
+    init machine: its kubeadm item initialises the cluster, the others
+    join), given to control-plane machines only as ``initNode``.
     """
     planned_roles = plan_node_roles(roles)
     if isinstance(planned_roles, list):
         return [_from_role_error(e) for e in planned_roles]
     machine_roles = effective_roles(planned_roles.roles)
-    context = _context(release, planned_roles.roles, cluster)
+    context = _context(release, planned_roles.roles, cluster, init_node)
     errors: list[ReleaseError] = []
     items = [(f"spec.stateItems[{i}]", item) for i, item in enumerate(release.spec.state_items)]
     if netconfig is not None:

@@ -20,7 +20,7 @@ BootstrapUnique turns False.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -107,12 +107,13 @@ class ClusterReconciler:
     def __init__(self, api_client: Any, clock: Clock | None = None, *,
                  logger: Any = None, recorder: EventRecorder | None = None,
                  namespace: str | None = None, clusters: ClusterClients | None = None,
-                 identities: tuple[str, ...] = ()) -> None:
+                 identities: tuple[str, ...] = (),
+                 reach: Callable[[str], str] | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.client.add_index(CLUSTERS, RELEASE_INDEX, field_index("spec.release"), namespace)
         self.client.add_index(CLUSTERS, VIP_INDEX, field_index("spec.apiServer.vip"), namespace)
         self.control_plane = ControlPlaneData(self.client, namespace, clusters, identities,
-                                              now=lambda: self.clock.wall())
+                                              now=lambda: self.clock.wall(), reach=reach)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
@@ -178,6 +179,7 @@ def cluster_controller(
     recorder: EventRecorder | None = None,
     clusters: ClusterClients | None = None,
     identities: tuple[str, ...] = (),
+    reach: Callable[[str], str] | None = None,
 ) -> Controller:
     """The runtime Controller for Clusters (see the module docstring).
 
@@ -185,12 +187,13 @@ def cluster_controller(
     process's EventRecorder (None: one of its own). ``clusters``: the
     per-cluster tracker whose probes set ``ControlPlaneReachable`` (None:
     endpoints are not probed). ``identities``: the controllers that get an
-    identity of their own in every cluster.
+    identity of their own in every cluster. ``reach``: the address the
+    management plane connects to for an endpoint's host (None: itself).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = ClusterReconciler(api_client, clock, logger=logger, recorder=recorder,
                                    namespace=namespace, clusters=clusters,
-                                   identities=identities)
+                                   identities=identities, reach=reach)
     client = reconciler.client
     sources: list[Source] = [
         client.source(CLUSTERS, namespace=namespace, mapper=vip_peer_keys(client, namespace)),

@@ -202,8 +202,11 @@ class ControlPlaneData:
 
     def __init__(self, client: Client, namespace: str | None = None,
                  clusters: ClusterClients | None = None, identities: tuple[str, ...] = (),
-                 now: Callable[[], datetime] | None = None) -> None:
+                 now: Callable[[], datetime] | None = None,
+                 reach: Callable[[str], str] | None = None) -> None:
         self.client = client
+        self.reach = reach
+        """Where the management plane connects for an endpoint's host (None: itself)."""
         self.identities = identities
         """The management controllers that get an identity in each cluster."""
         self.now = now if now is not None else (lambda: datetime.now(UTC))
@@ -396,14 +399,17 @@ class ControlPlaneData:
         if plan.endpoint is None:
             return ConditionSpec.false(CONTROL_PLANE_REACHABLE, "WaitingForEndpoint",
                                        plan.waiting)
+        # The kubeconfig names the endpoint as the management plane reaches it.
+        target = plan.endpoint if self.reach is None else Endpoint(
+            self.reach(plan.endpoint.host), plan.endpoint.port)
         secret_id = kubeconfig_secret_name(name)
         current = await self.client.get(SECRETS, namespace, secret_id)
         if current is not None:
             try:
-                self._check_kubeconfig(current, name, plan.endpoint, pki)
+                self._check_kubeconfig(current, name, target, pki)
             except KubeconfigStale as exc:
                 fresh = kubeconfig_secret(namespace, name,
-                                          admin_kubeconfig(name, plan.endpoint, pki.ca))
+                                          admin_kubeconfig(name, target, pki.ca))
                 current["data"] = fresh["data"]
                 await self.client.update(SECRETS, current)
                 out.events.append(EventSpec("Normal", "KubeconfigWritten",
@@ -414,16 +420,16 @@ class ControlPlaneData:
                     f"Secret {secret_id} {exc}; delete it to have it rebuilt")
         else:
             await self._create_owned(raw, kubeconfig_secret(
-                namespace, name, admin_kubeconfig(name, plan.endpoint, pki.ca)))
+                namespace, name, admin_kubeconfig(name, target, pki.ca)))
             out.events.append(EventSpec("Normal", "KubeconfigWritten",
-                                        f"wrote Secret {secret_id} for {plan.endpoint.url()}"))
+                                        f"wrote Secret {secret_id} for {target.url()}"))
         if self.clusters is None:
             return ConditionSpec(CONTROL_PLANE_REACHABLE, ConditionStatus.UNKNOWN, NOT_PROBED,
                                  f"Secret {secret_id} is sound; the endpoint "
-                                 f"{plan.endpoint.url()} is not probed from the management "
+                                 f"{target.url()} is not probed from the management "
                                  "plane")
         verdict = self.clusters.track(ObjectKey(namespace, name), ClusterAccess(
-            server=plan.endpoint.url(), ca_pem=pki.ca.cert_pem))
+            server=target.url(), ca_pem=pki.ca.cert_pem))
         status = {True: ConditionStatus.TRUE, False: ConditionStatus.FALSE}.get(
             verdict.reachable, ConditionStatus.UNKNOWN) if verdict.reachable is not None \
             else ConditionStatus.UNKNOWN

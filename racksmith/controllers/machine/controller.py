@@ -36,7 +36,7 @@ from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.commit import Committer, Raw, SecretData
 from racksmith.controllers.machine.index import MachineKeys
-from racksmith.controllers.machine.observed import NodeView, Observed, PodView
+from racksmith.controllers.machine.observed import NodeView, Observed, PodView, init_machine
 from racksmith.controllers.machine.plan import decide, release_to_render
 from racksmith.controllers.machine.selection import may_be_candidate
 from racksmith.controllers.machine.timings import MachineTimings
@@ -173,10 +173,13 @@ class MachineReconciler:
             user_data = raw.user_data.data.get(n.USER_DATA_KEY, b"").decode("utf-8", "replace")
         agent: AgentAccess | str = "not needed while deleting"
         pki_files: dict[str, bytes] | str | None = None
+        init_node: str | None = None
         if not deleting:
             agent = await self._agent()
             if Role.MASTER in machine.spec.roles:
                 pki_files = await self._pki_files(ns, machine.spec.cluster_name)
+                init_node = init_machine(await self.client.list(MACHINES, ns, copy=False),
+                                         machine.spec.cluster_name)
         token = token_of(user_data)
         lcm_uid = (lcm.metadata.uid or "") if lcm is not None else ""
         if not token_fresh(token, lcm_uid, self.clock.wall().timestamp()):
@@ -186,6 +189,7 @@ class MachineReconciler:
             ipamhost=_model(IpamHost, raw.ipamhost), lcm=lcm,
             node=node, pods=pods, user_data=user_data, agent=agent, agent_token=token,
             default_image=self.default_image, timings=self.timings, pki_files=pki_files,
+            init_node=init_node,
         )
         return observed, raw
 

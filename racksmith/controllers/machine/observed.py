@@ -96,6 +96,9 @@ class Observed:
     certificate authorities as kubeadm's files (path under
     ``/etc/kubernetes/pki`` → PEM), or why they cannot be had; None for
     any other machine (or while deleting).
+    ``init_node``: for a control-plane machine, the node of its cluster's
+    first control-plane Machine (:func:`init_machine`), which initialises the
+    cluster while the others join.
     """
 
     machine: Machine
@@ -112,3 +115,24 @@ class Observed:
     default_image: Image | None = None
     timings: MachineTimings = field(default_factory=MachineTimings)
     pki_files: dict[str, bytes] | str | None = field(default=None, repr=False)
+    init_node: str | None = None
+
+
+def init_machine(machines: list[dict[str, Any]], cluster: str) -> str | None:
+    """The cluster's init machine, as Cluster API's control plane has one: of
+    the Machines (raw, one namespace) joining ``cluster`` with the master
+    role and not being deleted, the oldest (then by name). Stable while it
+    lives: a Machine made later is younger. When it goes, the next oldest is
+    named, whose kubeadm finds its control plane in place and changes
+    nothing."""
+    best: tuple[str, str] | None = None
+    for raw in machines:
+        meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+        if spec.get("clusterName") != cluster or meta.get("deletionTimestamp"):
+            continue
+        if "master" not in (spec.get("roles") or []):
+            continue
+        key = (str(meta.get("creationTimestamp") or ""), str(meta.get("name") or ""))
+        if best is None or key < best:
+            best = key
+    return best[1] if best is not None else None

@@ -352,7 +352,8 @@ def _build(w: _Walk) -> Step:
             ready=n.NETWORK_READY)
     w.ok(ConditionSpec.true(n.NETWORK_READY, "OK", f"IpamHost {name} rendered"))
     # 3. State items.
-    planned = plan_state_items(o.release, m.spec.roles, o.cluster, ipam_status.netconfig)
+    planned = plan_state_items(o.release, m.spec.roles, o.cluster, ipam_status.netconfig,
+                               init_node=o.init_node)
     if isinstance(planned, list):
         raise w.stop(Wait(None), ConditionSpec.false(
             n.RELEASE_VALID, "Invalid", "; ".join(str(e) for e in planned)),

@@ -186,3 +186,13 @@ def test_unknown_item_type() -> None:
         "spec.stateItems[0]: unknown state item type 'helm' "
         "(known: file, package, service, command, kubeadm)"
     ]
+
+
+def test_control_plane_machines_learn_the_init_node_and_workers_do_not() -> None:
+    def context(roles: list[str]) -> dict[str, object]:
+        planned = ok(plan_state_items(release(), roles, cluster(), init_node="m-1"))
+        join = next(i for i in planned.state_items() if i.name == "kubeadm-join")
+        return dict(join.params["cluster"])
+
+    assert context(["etcd", "master"])["initNode"] == "m-1"
+    assert "initNode" not in context(["node"])
