@@ -85,6 +85,36 @@ def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
     assert set(MACHINES) <= leases
 
 
+def test_the_cluster_serves_its_own_api_on_its_control_plane_hosts(
+        rack: Rack, ready: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """The demo's three masters run kubeadm's stacked control plane as static
+    pods (an API server, an etcd member and the endpoint's HAProxy each),
+    formed by the emulated kubeadm: the cluster's own kubeconfig reaches it
+    at its endpoint, its ClusterStatus names the three masters, and the
+    management plane's probe says it is reachable."""
+    cluster = wait_for(rack, "ControlPlaneReachable", lambda: next(
+        (c for c in rack.get("clusters", "demo")["status"].get("conditions") or []
+         if c["type"] == "ControlPlaneReachable" and c["status"] == "True"), None),
+        timeout=120)
+    assert cluster["reason"] == "Reachable"
+    out = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "kubeconfig",
+                          "--cluster", "default/demo", "--data-dir", str(rack.data_dir)],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT, check=True)
+    kubeconfig = tmp_path / "demo.kubeconfig"
+    kubeconfig.write_text(out.stdout)
+    readyz = rack.kubectl("--kubeconfig", str(kubeconfig), "get", "--raw", "/readyz")
+    assert readyz.stdout.strip() == "ok"
+    status = rack.kubectl("--kubeconfig", str(kubeconfig), "-n", "kube-system", "get",
+                          "configmap", "kubeadm-config", "-o",
+                          "jsonpath={.data.ClusterStatus}").stdout
+    masters = [m for m in MACHINES if "master" in m]
+    assert sorted(yaml.safe_load(status)["apiEndpoints"]) == masters
+    for machine in masters:
+        root = host_root(rack, ready[machine]["status"]["hostRef"]["name"])
+        manifests = sorted(p.stem for p in (root / "etc/kubernetes/manifests").glob("*.yaml"))
+        assert manifests == ["etcd", "haproxy", "kube-apiserver"], machine
+
+
 def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
     res = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "status", "--kubeconfig",
                           str(rack.server.kubeconfig), "--wait", "--timeout", "2m"],
