@@ -52,6 +52,7 @@ API_VERSION_HEADER = "X-OpenStack-Ironic-API-Version"
 LOOKUP_VERSION = "1.68"
 INSPECTION_VERSION = "1.84"
 RAMDISK_BOOT_DEVICES = frozenset({"Cd", "Pxe", "UefiHttp"})
+INSPECTION_ATTEMPTS = 5
 
 PowerOff = Callable[[EmulatedHost], Awaitable[None]]
 
@@ -362,21 +363,28 @@ class AgentServer:
         return f"{self.ironic_url.rstrip('/')}{path}"
 
     async def _inspect(self, agent: HostAgent) -> bool:
+        """POST the inventory; a connection that fails is tried again
+        (``INSPECTION_ATTEMPTS``, ``lookup_retry`` apart), as IPA's
+        ``call_inspector`` retries connection errors: one refused connect must
+        not leave the host inspecting until Ironic's inspection timeout."""
         assert self._session is not None
-        try:
-            async with self._session.post(
-                self._ironic("/v1/continue_inspection"),
-                json=ipa_inventory.inspection_data(agent.host),
-                headers={API_VERSION_HEADER: INSPECTION_VERSION},
-            ) as resp:
-                if resp.status in (200, 202):
-                    agent.note("inspection data sent")
-                    log.info("inspection data sent", host=agent.host.name)
-                    return True
-                return False
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("inspection callback failed", host=agent.host.name, error=str(exc))
-            return False
+        for attempt in range(1, INSPECTION_ATTEMPTS + 1):
+            try:
+                async with self._session.post(
+                    self._ironic("/v1/continue_inspection"),
+                    json=ipa_inventory.inspection_data(agent.host),
+                    headers={API_VERSION_HEADER: INSPECTION_VERSION},
+                ) as resp:
+                    if resp.status in (200, 202):
+                        agent.note("inspection data sent")
+                        log.info("inspection data sent", host=agent.host.name)
+                        return True
+                    return False
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("inspection callback failed", host=agent.host.name,
+                            error=str(exc), attempt=attempt)
+                await asyncio.sleep(self.settings.lookup_retry)
+        return False
 
     async def _lookup(self, agent: HostAgent) -> None:
         assert self._session is not None

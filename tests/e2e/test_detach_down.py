@@ -1,7 +1,8 @@
 """``racksmith up --detach`` returns once the site is ready and leaves it
 running in the background; ``racksmith down`` stops everything of the data
 dir and says what — also after ``racksmith up`` itself was killed -9 and left
-Ironic, the virtual datacenter and the host agents behind (docs/operations.md)."""
+Ironic, the virtual datacenter and the host agents behind (docs/operations.md),
+while a cluster's own control plane, on its hosts, kept serving."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from racksmith import datalock
 from tests.e2e.rack import TIMINGS, reap
-from tests.harness.process import ROOT
+from tests.harness.process import ROOT, kubectl_path
 
 pytestmark = [pytest.mark.timeout(600)]
 
@@ -42,6 +44,37 @@ def ours(data: Path) -> list[int]:
     return found
 
 
+def _kubectl(kubeconfig: Path, *args: str) -> str:
+    res = subprocess.run([str(kubectl_path(33)), "--kubeconfig", str(kubeconfig), *args],
+                         capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)})
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+def _cluster_kubeconfig(data: Path, tmp_path: Path) -> Path:
+    """Cluster alpha's kubeconfig, once the management plane reaches its API."""
+    site = data / "kubeconfig"
+    deadline = time.monotonic() + 300
+    condition = ""
+    while time.monotonic() < deadline:
+        res = subprocess.run([str(kubectl_path(33)), "--kubeconfig", str(site), "get",
+                              "cluster", "alpha", "-o", "jsonpath={.status.conditions[?(@.type"
+                              "==\"ControlPlaneReachable\")].status}"],
+                             capture_output=True, text=True, timeout=60,
+                             env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+        condition = res.stdout.strip()
+        if condition == "True":
+            break
+        time.sleep(2)
+    assert condition == "True", f"cluster alpha never reachable ({condition!r})"
+    out = racksmith("kubeconfig", "--cluster", "default/alpha", "--data-dir", str(data))
+    assert out.returncode == 0, out.stderr
+    path = tmp_path / "alpha.kubeconfig"
+    path.write_text(out.stdout)
+    return path
+
+
 def test_up_detach_then_down_leaves_nothing_running(tmp_path: Path) -> None:
     data = tmp_path / "site"
     up = ["up", "--detach", "--data-dir", str(data), "--port", "0", "--ironic-port", "0",
@@ -66,14 +99,27 @@ def test_up_detach_then_down_leaves_nothing_running(tmp_path: Path) -> None:
         assert ours(data) == [], stopped.stdout
         assert racksmith("down", "--data-dir", str(data)).stdout.startswith("nothing runs")
 
-        # killed -9, racksmith up leaves its children behind: down finds them
-        started = racksmith(*up)
+        # killed -9, racksmith up leaves its children behind: down finds them.
+        # A one-master cluster runs its own control plane on its hosts: it
+        # keeps serving without the management process. (A fresh data dir:
+        # the hosts above were stopped in the middle of Ironic's cleaning.)
+        reap(data)
+        data = tmp_path / "site2"
+        up[up.index("--data-dir") + 1] = str(data)
+        started = racksmith(*up, "--apply", str(ROOT / "examples/cluster/00-release.yaml"),
+                            "--apply", str(ROOT / "examples/two-clusters/10-alpha.yaml"))
         assert started.returncode == 0, started.stderr + started.stdout
         pid = datalock.holder(data)
         assert pid
+        kubeconfig = _cluster_kubeconfig(data, tmp_path)
+        assert _kubectl(kubeconfig, "get", "--raw", "/readyz") == "ok"
         os.kill(pid, signal.SIGKILL)
         left = [p for p in ours(data) if p != pid]
         assert left, "children of racksmith up outlive it"
+        assert _kubectl(kubeconfig, "get", "--raw", "/readyz") == "ok"
+        assert "alpha-master-1" in _kubectl(
+            kubeconfig, "-n", "kube-system", "get", "configmap", "kubeadm-config",
+            "-o", "jsonpath={.data.ClusterStatus}")
         stopped = racksmith("down", "--data-dir", str(data))
         assert stopped.returncode == 0, stopped.stderr
         assert "Ironic" in stopped.stdout and "virtual datacenter" in stopped.stdout, \
