@@ -26,6 +26,7 @@ import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -116,7 +117,8 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
     if snapshotter is not None:
         controllers.append(backup_controller(
             client_for("backup") if client_for is not None else client, snapshotter,
-            schedule=BackupSchedule(every=settings.backup_every, keep=settings.backup_keep)))
+            schedule=BackupSchedule(every=settings.backup_every, keep=settings.backup_keep),
+            reach=reach))
     if emulated and settings.reference_workloads:
         on_step("reference workload controller: namespace racksmith-workloads")
         controllers.append(reference_workloads_controller(
@@ -281,8 +283,9 @@ class Racksmith:
                 client_for=self.identities.client_for, reach=self._reach(),
                 # backups read the SQLite store; etcd is backed up with etcdctl
                 # (docs/ha.md): there a ControlPlaneBackup fails saying so
-                snapshotter=self._snapshotter() if self.uses_sqlite else EtcdStoreSnapshots(),
-                backup_before_update=self.uses_sqlite,
+                snapshotter=self._snapshotter() if self.uses_sqlite else EtcdStoreSnapshots(
+                    self._backup_dir(), self._backup_key()),
+                # the pre-update backup takes the cluster's own store: on either store
                 clusters=self._cluster_clients())
             self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
@@ -347,11 +350,16 @@ class Racksmith:
                             else "not in the backup (enrol it again once checked)"))
         path.rename(path.with_name("restore-report.applied.json"))
 
+    def _backup_dir(self) -> Path:
+        return self.settings.backup_dir or self.settings.data_dir / "backups"
+
+    def _backup_key(self) -> bytes | None:
+        s = self.settings
+        return load_key(s.backup_key_file) if s.backup_key_file is not None else None
+
     def _snapshotter(self) -> LocalSnapshotter:
         """Where the backup controller writes backups (racksmith.backup.service)."""
-        s = self.settings
-        key = load_key(s.backup_key_file) if s.backup_key_file is not None else None
-        return LocalSnapshotter(s.data_dir, s.backup_dir or s.data_dir / "backups", key)
+        return LocalSnapshotter(self.settings.data_dir, self._backup_dir(), self._backup_key())
 
     async def _start_identities(self) -> Identities:
         """Every controller's ServiceAccount and ClusterRole (put back as

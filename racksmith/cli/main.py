@@ -651,6 +651,34 @@ def backup_verify(
           f"{len(m.parts)} parts, made {m.created} by Racksmith {m.racksmith}")
 
 
+@backup_app.command("decrypt")
+def backup_decrypt(
+    file: Path = typer.Argument(..., help="An encrypted backup file (.enc)."),
+    output: Path = typer.Option(..., help="Where the plain file goes (made 0600; must "
+                                "not exist)."),
+    key_file: Path = typer.Option(..., help="The key it was encrypted with."),
+) -> None:
+    """Decrypt a backup, e.g. a cluster's etcd snapshot before `etcdctl snapshot
+    restore` (docs/backup.md)."""
+    from racksmith.backup.crypto import CannotDecrypt, decrypt_file
+
+    key = _key(key_file)
+    assert key is not None
+    try:
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        console.print(f"[red]error:[/] {output}: {exc.strerror or exc}")
+        raise typer.Exit(1) from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            decrypt_file(file, out, key)
+    except (CannotDecrypt, OSError) as exc:
+        output.unlink(missing_ok=True)
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    print(f"ok: {output}")
+
+
 @backup_app.command("list")
 def backup_list(
     backup_dir: Path = typer.Option(None, help="Folder of backups (default: DATA/backups)."),

@@ -10,9 +10,11 @@ the traffic of a cluster's endpoint over every control-plane API server
   server against the cluster CA (``ca_file``), every ``check_interval``;
   ``fall`` failures mark a server down, ``rise`` successes up again — a
   server whose API is up but not ready (its store lost) takes no traffic;
-* a connection refused by a dead server is retried on another
-  (``option redispatch``, ``retries``), so clients see no error once the
-  check noticed;
+* a connection refused by a dead server is retried on another at once
+  (``option redispatch 1``: every retry goes elsewhere) and marks that
+  server down without waiting for its health check (``observe layer4
+  error-limit 1 on-error mark-down``; the checks bring it back), so
+  clients see no error;
 * long client and server timeouts: watches stay open for minutes.
 
 Used by the virtual datacenter (a real Debian HAProxy on loopback) and, on
@@ -60,7 +62,7 @@ def render_haproxy(*, bind_host: str, bind_port: int, backends: Sequence[Backend
         "",
         "defaults",
         "    mode tcp",
-        "    option redispatch",
+        "    option redispatch 1",
         "    retries 3",
         "    timeout connect 5s",
         "    timeout client 1h",
@@ -77,7 +79,8 @@ def render_haproxy(*, bind_host: str, bind_port: int, backends: Sequence[Backend
         "    http-check send meth GET uri /readyz",
         "    http-check expect status 200",
         f"    default-server check check-ssl verify required ca-file {ca_file} "
-        f"inter {check_interval} fall {fall} rise {rise}",
+        f"inter {check_interval} fall {fall} rise {rise} "
+        "observe layer4 error-limit 1 on-error mark-down",
     ]
     lines += [f"    server {b.name} {_addr(b.host, b.port)}" for b in backends]
     return "\n".join(lines) + "\n"

@@ -440,12 +440,24 @@ class PlanReference(RacksmithModel):
     name: str = Field(description="Name of the plan.")
 
 
+class BackupClusterReference(RacksmithModel):
+    """A managed Cluster whose own store is backed up."""
+
+    namespace: str = Field(description="Namespace of the Cluster.")
+    name: str = Field(description="Name of the Cluster.")
+
+
 class ControlPlaneBackupSpec(RacksmithModel):
     """What the backup is for."""
 
     reason: BackupReason = Field(default=BackupReason.MANUAL, description="Why it is taken.")
     plan_ref: PlanReference | None = Field(
         default=None, description="The plan it was taken before (reason PreUpdate)."
+    )
+    cluster: BackupClusterReference | None = Field(
+        default=None,
+        description="A managed cluster: back up its own store (an etcd snapshot of its "
+        "stacked members) instead of the management plane's.",
     )
 
 
@@ -483,6 +495,8 @@ class ControlPlaneBackup(Resource):
         printer_columns=(
             PrinterColumn("Phase", ".status.phase", description="State."),
             PrinterColumn("Reason", ".spec.reason", description="Why it was taken."),
+            PrinterColumn("Cluster", ".spec.cluster.name",
+                          description="The managed cluster whose store it holds."),
             PrinterColumn("RV", ".status.resourceVersion", "integer",
                           "The store's resourceVersion in the backup."),
             PrinterColumn("Size", ".status.size", "integer", "Bytes."),

@@ -5,18 +5,18 @@ Modules: ``controller`` (the reconciler, the schedule, pruning, and the
 ``racksmith.backup.service.LocalSnapshotter``). See docs/backup.md.
 """
 
+from racksmith.controllers.backup.cluster import ClusterStore
 from racksmith.controllers.backup.controller import (
     ACCESS,
     CONTROLLER_NAME,
     FINALIZER,
     BackupReconciler,
     BackupSchedule,
-    Snapshot,
-    SnapshotFailed,
     Snapshotter,
     backup_controller,
     to_prune,
 )
+from racksmith.controllers.backup.errors import Snapshot, SnapshotFailed
 
 __all__ = [
     "ACCESS",
@@ -24,6 +24,7 @@ __all__ = [
     "FINALIZER",
     "BackupReconciler",
     "BackupSchedule",
+    "ClusterStore",
     "Snapshot",
     "SnapshotFailed",
     "Snapshotter",

@@ -32,7 +32,7 @@ schedule; update: the finalizer; status; delete: pruning) and Events
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -41,18 +41,20 @@ import structlog
 from pydantic import ValidationError
 
 from racksmith.clock import Clock, SystemClock
+from racksmith.controllers.backup.cluster import ClusterStore, cluster_store
+from racksmith.controllers.backup.errors import Snapshot, SnapshotFailed
 from racksmith.kinds.lcm import (
     BackupPhase,
     BackupReason,
     ControlPlaneBackup,
 )
-from racksmith.runtime.access import EVENTS, watches, writes
+from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
-from racksmith.runtime.resources import BACKUPS
+from racksmith.runtime.resources import BACKUPS, CLUSTERS, MACHINES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import StaticSource
 
@@ -64,25 +66,9 @@ FINALIZER = "lcm.racksmith.io/backup-file"
 SCHEDULE_KEY = ObjectKey("", "@schedule")
 API_VERSION = ControlPlaneBackup.info.api_version
 ACCESS = (watches(BACKUPS) + writes(BACKUPS, "create", "update", "delete")
-          + writes(BACKUPS, "update", subresource="status") + EVENTS)
+          + writes(BACKUPS, "update", subresource="status")
+          + reads(CLUSTERS, MACHINES, SECRETS) + EVENTS)
 """What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A backup file written and verified."""
-
-    file: str
-    size: int
-    sha256: str
-    resource_version: int
-    objects: int
-    encrypted: bool
-    verified_at: datetime
-
-
-class SnapshotFailed(Exception):
-    """The backup could not be taken (the message says why; never a secret)."""
 
 
 class Snapshotter(Protocol):
@@ -90,6 +76,10 @@ class Snapshotter(Protocol):
 
     async def take(self, name: str) -> Snapshot:
         """Write and verify backup ``name``; raises :class:`SnapshotFailed`."""
+        ...
+
+    async def take_cluster(self, name: str, store: ClusterStore) -> Snapshot:
+        """Write and verify backup ``name`` of a managed cluster's etcd."""
         ...
 
     async def remove(self, file: str) -> None:
@@ -133,7 +123,9 @@ class BackupReconciler:
 
     def __init__(self, api_client: Any, snapshotter: Snapshotter, *,
                  schedule: BackupSchedule | None = None, clock: Clock | None = None,
-                 recorder: EventRecorder | None = None, logger: Any = None) -> None:
+                 recorder: EventRecorder | None = None, logger: Any = None,
+                 reach: Callable[[str], str] | None = None) -> None:
+        self.reach = reach
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.snapshotter = snapshotter
@@ -182,7 +174,13 @@ class BackupReconciler:
         raw = await self.client.update_status(BACKUPS, raw)
         log = self.log.bind(kind="ControlPlaneBackup", name=name)
         try:
-            snap = await self.snapshotter.take(name)
+            target = backup.spec.cluster
+            if target is None:
+                snap = await self.snapshotter.take(name)
+            else:
+                store = await cluster_store(self.client, target.namespace, target.name,
+                                            self.reach)
+                snap = await self.snapshotter.take_cluster(name, store)
         except SnapshotFailed as exc:
             raw["status"] = {**raw["status"], "phase": BackupPhase.FAILED.value,
                              "message": str(exc)[:1000],
@@ -247,11 +245,13 @@ def _stamp(at: datetime) -> str:
 
 def backup_controller(api_client: Any, snapshotter: Snapshotter, *,
                       schedule: BackupSchedule | None = None, clock: Clock | None = None,
-                      recorder: EventRecorder | None = None, logger: Any = None) -> Controller:
+                      recorder: EventRecorder | None = None, logger: Any = None,
+                      reach: Callable[[str], str] | None = None) -> Controller:
     """The runtime Controller of ControlPlaneBackups (see the module docstring);
-    one worker: backups are taken one at a time."""
+    one worker: backups are taken one at a time. ``reach``: where the
+    management plane connects for a cluster member's address (None: itself)."""
     clock = clock if clock is not None else SystemClock()
     reconciler = BackupReconciler(api_client, snapshotter, schedule=schedule, clock=clock,
-                                  recorder=recorder, logger=logger)
+                                  recorder=recorder, logger=logger, reach=reach)
     sources: list[Any] = [reconciler.client.source(BACKUPS), StaticSource(SCHEDULE_KEY)]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=1, clock=clock)

@@ -498,8 +498,11 @@ class UpdateReconciler:
                 "metadata": {"name": name, "labels": {CLUSTER_LABEL: world.cluster.metadata.name
                                                       or ""},
                              "annotations": {NAMESPACE_ANNOTATION: key.namespace}},
+                # the cluster's own store, as MetalK8s backs etcd up before an upgrade
                 "spec": {"reason": BackupReason.PRE_UPDATE.value,
-                         "planRef": {"namespace": key.namespace, "name": meta.name}}})
+                         "planRef": {"namespace": key.namespace, "name": meta.name},
+                         "cluster": {"namespace": key.namespace,
+                                     "name": world.cluster.metadata.name or ""}}})
             self.log.info("pre-update backup asked for", kind="ClusterUpdatePlan",
                           namespace=key.namespace, name=meta.name, backup=name)
             return name, ("BackupPending", f"waiting for ControlPlaneBackup {name}")
