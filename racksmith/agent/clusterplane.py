@@ -32,9 +32,15 @@ made from the cluster's certificate authorities that the user data put in
   while another member is still joining, so joins go one at a time as
   Cluster API's control plane does), starts its member with the others as
   its initial cluster, and records itself in ``ClusterStatus``;
+- **the controllers' roles**: the ClusterRoles and bindings of
+  ``racksmith rbac --in-cluster`` (the user data puts them in
+  ``/etc/kubernetes/racksmith/cluster-rbac.yaml``) are applied with the
+  host's own admin credentials, so the management plane's controllers
+  reach the cluster as identities of their own, never as its admin;
 - **every pass** (the agent re-verifies items): the HAProxy configuration
   is rendered again from ``ClusterStatus``, so a member that joined later
-  becomes a backend of every host's proxy.
+  becomes a backend of every host's proxy, and missing or changed roles are
+  put back.
 
 Addresses are loopback images (``racksmith.loopback``): the host serves on
 its own 127/8 address with kube's ports, so the processes of different
@@ -79,6 +85,9 @@ ETCD_PEER_PORT = 2380
 KUBEADM_CONFIG = ("kube-system", "kubeadm-config")
 STATUS_KEY = "ClusterStatus"
 ETCD_PREFIX = "/registry"
+RBAC_FILE = "/etc/kubernetes/racksmith/cluster-rbac.yaml"
+_RBAC_PLURALS = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}
+_RBAC_FIELDS = ("rules", "roleRef", "subjects")
 _RENEW_BEFORE = dt.timedelta(days=30)
 
 
@@ -193,6 +202,9 @@ class ControlPlaneHost:
                 todo.append(f"write {HAPROXY_CFG} and the haproxy static pod")
             if await self._status_lacks_me():
                 todo.append(f"record {self.node} in {STATUS_KEY}")
+            stale = await self._rbac_stale_or_none()
+            if stale:
+                todo.append(f"apply {', '.join(stale)} from {RBAC_FILE}")
         return todo
 
     # --- doing -------------------------------------------------------------------
@@ -216,6 +228,7 @@ class ControlPlaneHost:
             self._write_manifest("kube-apiserver", self._apiserver_pod())
         await self._wait_ready()
         await self._record_me()
+        await self._apply_rbac()
         config = await self._haproxy_config(await self._members_or_none(local=True))
         if config is not None and self.host.read_file(HAPROXY_CFG) != config:
             self.host.write_file(HAPROXY_CFG, config, 0o600)
@@ -369,6 +382,56 @@ class ControlPlaneHost:
             if code not in (409,):
                 raise HostError(f"write {ns}/{name}: HTTP {code}")
         raise HostError(f"write {ns}/{name}: conflicts kept coming")
+
+    # --- the controllers' roles -------------------------------------------------------
+    def _rbac_objects(self) -> list[dict[str, Any]]:
+        raw = self.host.read_file(RBAC_FILE)
+        if not raw:
+            return []
+        try:
+            docs = list(yaml.safe_load_all(raw))
+        except yaml.YAMLError:
+            raise HostError(f"{RBAC_FILE} is not YAML") from None
+        return [d for d in docs if isinstance(d, dict) and d.get("kind") in _RBAC_PLURALS]
+
+    def _rbac_path(self, obj: Mapping[str, Any]) -> str:
+        plural = _RBAC_PLURALS[str(obj["kind"])]
+        return f"/apis/rbac.authorization.k8s.io/v1/{plural}/{obj['metadata']['name']}"
+
+    async def _rbac_stale(self) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+        """Each wanted object that is missing (None) or differs (the live one)."""
+        stale: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        for obj in self._rbac_objects():
+            code, live = await self._request("GET", self._rbac_path(obj), local=True)
+            if code == 404:
+                stale.append((obj, None))
+            elif code != 200:
+                raise HostError(f"GET {self._rbac_path(obj)}: HTTP {code}")
+            elif any(live.get(f) != obj.get(f) for f in _RBAC_FIELDS):
+                stale.append((obj, live))
+        return stale
+
+    async def _rbac_stale_or_none(self) -> list[str]:
+        try:
+            return [f"{o['kind']} {o['metadata']['name']}" for o, _ in await self._rbac_stale()]
+        except (OSError, aiohttp.ClientError, TimeoutError, HostError):
+            return []
+
+    async def _apply_rbac(self) -> None:
+        """Apply the controllers' roles inside the cluster (``racksmith rbac
+        --in-cluster``, which the user data carries), with this host's own
+        admin credentials: create what is missing, put back what differs."""
+        for obj, live in await self._rbac_stale():
+            path = self._rbac_path(obj)
+            if live is None:
+                code, _ = await self._request("POST", path.rsplit("/", 1)[0], local=True,
+                                              body=obj)
+            else:
+                body = {**obj, "metadata": {**obj["metadata"], "resourceVersion":
+                                            (live.get("metadata") or {}).get("resourceVersion")}}
+                code, _ = await self._request("PUT", path, local=True, body=body)
+            if code not in (200, 201, 409):
+                raise HostError(f"apply {obj['kind']} {obj['metadata']['name']}: HTTP {code}")
 
     # --- rendering ------------------------------------------------------------------
     async def _haproxy_config(self, members: list[Member] | None) -> bytes | None:

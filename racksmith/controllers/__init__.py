@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import yaml
 from prometheus_client import CollectorRegistry
 
 from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
@@ -62,6 +63,7 @@ from racksmith.controllers.volume import (
 )
 from racksmith.controllers.volume.binder import ACCESS as CLAIM_BINDER_ACCESS
 from racksmith.controllers.volume.controller import ACCESS as VOLUME_ACCESS
+from racksmith.controlplane.identities import cluster_rbac
 from racksmith.kinds.metal import Image
 from racksmith.provisioner.base import Provisioner
 from racksmith.runtime.access import Access
@@ -153,6 +155,19 @@ and at 1,000 hosts 4 workers left Ironic a fifth idle (bench/scale.py, docs/
 benchmarks.md); the others are capped at 1, 2 or 4 (their work is API-bound)."""
 
 
+CLUSTER_RBAC_FILE = "/etc/kubernetes/racksmith/cluster-rbac.yaml"
+"""Where a control-plane machine's user data puts the controllers' roles
+inside its cluster (applied by the cluster's init, docs/control-plane.md)."""
+
+
+def cluster_rbac_manifest() -> bytes:
+    """The ClusterRoles and bindings of the controllers that work inside a
+    managed cluster (``racksmith rbac --in-cluster``), as a YAML stream."""
+    objects = cluster_rbac({name: CONTROLLER_ACCESS[name].policy_rules()
+                            for name in CLUSTER_IDENTITIES})
+    return yaml.safe_dump_all(objects, sort_keys=True).encode()
+
+
 def all_controllers(
     api_client: Any,
     *,
@@ -199,7 +214,8 @@ def all_controllers(
             l2template_controller(c("l2template"), workers=1, recorder=events),
             machine_controller(c("machine"), default_image=cluster.default_image,
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
-                               timings=t.machine, recorder=events),
+                               timings=t.machine, recorder=events,
+                               control_plane_files={CLUSTER_RBAC_FILE: cluster_rbac_manifest()}),
             cluster_controller(c("cluster"), workers=1, recorder=events,
                                clusters=cluster.clusters, identities=CLUSTER_IDENTITIES,
                                reach=cluster.reach),

@@ -16,6 +16,7 @@ test fails."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import json
 import os
@@ -37,7 +38,9 @@ from racksmith.agent.clusterplane import ControlPlaneHost, parse_cluster_status
 from racksmith.agent.host import EmulatedHost, HostError
 from racksmith.agent.staticpods import StaticPods
 from racksmith.backup.service import snapshot_cluster
+from racksmith.controllers import CLUSTER_RBAC_FILE, cluster_rbac_manifest
 from racksmith.controllers.backup import ClusterStore, SnapshotFailed
+from racksmith.controlplane.identities import identity_secret
 from racksmith.controlplane.pki import ClusterPki, issue_client
 from racksmith.loopback import LoopbackMap
 from racksmith.planners.release import NETPLAN_PATH
@@ -60,6 +63,7 @@ class Rig:
                 host.write_file(f"/etc/kubernetes/pki/{path}", data, 0o600)
             host.write_file(NETPLAN_PATH, yaml.safe_dump({"network": {"ethernets": {
                 "eno1": {"addresses": [f"{address}/24"]}}}}).encode(), 0o600)
+            host.write_file(CLUSTER_RBAC_FILE, cluster_rbac_manifest(), 0o600)
             self.hosts[name] = host
             self.pods[name] = StaticPods(host, restart_backoff=0.5, stop_timeout=5.0)
         self.paused: set[str] = set()
@@ -81,20 +85,20 @@ class Rig:
             except TimeoutError:
                 pass
 
-    def ssl(self) -> ssl.SSLContext:
+    def ssl(self, user: str = "admin") -> ssl.SSLContext:
         root = self.hosts["m2"].root / "etc/kubernetes/pki"
         context = ssl.create_default_context(cafile=str(root / "ca.crt"))
-        context.load_cert_chain(str(root / "admin.crt"), str(root / "admin.key"))
+        context.load_cert_chain(str(root / f"{user}.crt"), str(root / f"{user}.key"))
         return context
 
-    def call(self, path: str, method: str = "GET", body: dict[str, Any] | None = None
-             ) -> tuple[int, dict[str, Any]]:
+    def call(self, path: str, method: str = "GET", body: dict[str, Any] | None = None,
+             user: str = "admin") -> tuple[int, dict[str, Any]]:
         url = f"https://{self.network.image(VIP)}:6443{path}"
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method=method,
                                          headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, context=self.ssl(), timeout=5) as resp:
+            with urllib.request.urlopen(request, context=self.ssl(user), timeout=5) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as exc:
             return exc.code, {}
@@ -187,6 +191,22 @@ def test_three_hosts_form_a_stacked_control_plane(rig: Rig) -> None:
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before"},
         "data": {"k": "v"}})
     assert code == 201
+
+
+def test_the_controllers_reach_the_cluster_as_identities_of_their_own(rig: Rig) -> None:
+    """The init applied ``racksmith rbac --in-cluster``: the Machine controller's
+    certificate (as the Cluster controller issues it) gets what its ACCESS
+    declares and a 403 beyond it."""
+    secret = identity_secret("default", "demo", "machine", rig.pki.ca)
+    pki = rig.hosts["m2"].root / "etc/kubernetes/pki"
+    for key, file in (("tls.crt", "machine.crt"), ("tls.key", "machine.key")):
+        (pki / file).write_bytes(base64.b64decode(secret["data"][key]))
+        (pki / file).chmod(0o600)
+    assert rig.call("/api/v1/nodes", user="machine")[0] == 200
+    assert rig.call("/api/v1/namespaces/kube-system/configmaps", user="machine")[0] == 403
+    roles = rig.call("/apis/rbac.authorization.k8s.io/v1/clusterroles/"
+                     "racksmith:controller:machine")[1]
+    assert roles["rules"]
 
 
 def _store(rig: Rig, endpoints: list[str]) -> ClusterStore:

@@ -27,6 +27,7 @@ Events: ``HostClaimed``, ``ProvisioningRequested``, ``HostReleased``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import structlog
@@ -104,7 +105,9 @@ class MachineReconciler:
         logger: Any = None,
         timings: MachineTimings | None = None,
         recorder: EventRecorder | None = None,
+        control_plane_files: Mapping[str, bytes] | None = None,
     ) -> None:
+        self.control_plane_files = dict(control_plane_files or {})
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MachineTimings()
         self.client: Client = as_client(api_client).with_field_manager(n.FIELD_MANAGER)
@@ -203,7 +206,8 @@ class MachineReconciler:
             pki = ClusterPki.from_secrets(cluster, secrets)
         except PkiDamaged as exc:
             return str(exc)
-        return {f"{n.PKI_DIR}/{path}": data for path, data in pki.kubeadm_files().items()}
+        return {f"{n.PKI_DIR}/{path}": data for path, data in pki.kubeadm_files().items()} \
+            | self.control_plane_files
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret
@@ -258,8 +262,14 @@ def machine_controller(
     logger: Any = None,
     timings: MachineTimings | None = None,
     recorder: EventRecorder | None = None,
+    control_plane_files: Mapping[str, bytes] | None = None,
 ) -> Controller:
     """The runtime Controller for Machines (see the module docstring).
+
+    ``control_plane_files``: more files every control-plane machine's user
+    data carries beside the cluster's PKI (path → content): the roles of
+    the controllers' identities inside the cluster, which its first control
+    plane host applies at init.
 
     ``default_image``: the OS image for releases without ``spec.osImage``.
     ``agent_secret``: (namespace, name) of the Secret with the API server
@@ -272,7 +282,8 @@ def machine_controller(
     clock = clock if clock is not None else SystemClock()
     reconciler = MachineReconciler(api_client, default_image=default_image,
                                    agent_secret=agent_secret, clock=clock, logger=logger,
-                                   timings=timings, recorder=recorder)
+                                   timings=timings, recorder=recorder,
+                                   control_plane_files=control_plane_files)
     client = reconciler.client
     keys = MachineKeys(client, namespace)
     owned = owner_keys("Machine", GROUP, controller_only=True)
