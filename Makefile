@@ -9,8 +9,8 @@ IRONIC_STAMP := $(IRONIC_VENV)/.installed
 IRONIC_PKGS := ironic==39.0.0 sushy-tools==2.2.0
 IRONIC_PLUGIN := ironic_plugin/pyproject.toml ironic_plugin/racksmith_ironic_fake/__init__.py
 # What running needs (make up) and what only the tests add (make test).
-DEBS := xfsprogs genisoimage ipmitool etcd-server
-DEV_DEBS := chromium etcd-client haproxy keepalived
+DEBS := xfsprogs genisoimage ipmitool etcd-server etcd-client haproxy
+DEV_DEBS := chromium keepalived
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # setuptools warns on every editable install that a folder named like the
 # package could shadow it; the checkout's own racksmith/ is the package, so
