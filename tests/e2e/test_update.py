@@ -234,11 +234,15 @@ def _cluster_answers(rack: Rack, kubeconfig: Path) -> None:
     raise AssertionError(f"the cluster's endpoint did not answer: {res}")
 
 
-def _kill_member(rack: Rack, machine: str) -> None:
-    """SIGKILL the API server and etcd member of ``machine``'s host (its static pods)."""
+def _static_pods(rack: Rack, machine: str) -> Path:
+    """The pid files of the static pods of ``machine``'s host."""
     host = next(m for m in rack.get("machines")["items"]
                 if m["metadata"]["name"] == machine)["status"]["hostRef"]["name"]
-    pods = host_root(rack, host) / "run" / "static-pods"
+    return host_root(rack, host) / "run" / "static-pods"
+
+
+def _kill_member(pods: Path) -> None:
+    """SIGKILL the API server and etcd member of a control-plane host."""
     for pod in ("kube-apiserver", "etcd"):
         pid = json.loads((pods / f"{pod}.json").read_text())["pid"]
         os.kill(pid, signal.SIGKILL)
@@ -355,6 +359,7 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         wait_for(rack, "a worker mid-update", worker_mid_update, timeout=600)
         log.stop()
         cluster_kubeconfig = _cluster_kubeconfig(rack)
+        member = _static_pods(rack, "demo-master-1")
         # The API server comes back on the same address: the host agents know only it.
         port = urlsplit(rack.server.url).port
         rack.server.proc.send_signal(signal.SIGKILL)
@@ -363,7 +368,7 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         # with one master's API server and etcd member killed -9 as well, its
         # endpoint keeps answering (the other two hold etcd's quorum).
         _cluster_answers(rack, cluster_kubeconfig)
-        _kill_member(rack, "demo-master-1")
+        _kill_member(member)
         _cluster_answers(rack, cluster_kubeconfig)
         # Restarted re-applying the hosts' and the cluster's manifests (as a
         # second `make up` would): that must not undo what the controllers and
