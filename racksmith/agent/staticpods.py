@@ -211,9 +211,16 @@ class StaticPods:
                     log.warning("static pod not run", pod=name, error=str(exc))
                 self._problems[name] = str(exc)
                 continue
-            self._problems.pop(name, None)
             self._last_start[name] = now
-            self._start(name, argv, digest)
+            try:
+                self._start(name, argv, digest)
+            except OSError as exc:  # e.g. the program is not installed: said once
+                problem = f"cannot start {argv[0]}: {exc.strerror or exc}"
+                if self._problems.get(name) != problem:
+                    log.warning("static pod not run", pod=name, error=problem)
+                self._problems[name] = problem
+                continue
+            self._problems.pop(name, None)
             done.append(f"started {name}")
         return done
 

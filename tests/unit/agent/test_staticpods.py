@@ -83,3 +83,13 @@ def test_pods_start_restart_change_and_stop(tmp_path: Path,
         assert not (tmp_path / "run/static-pods/api.json").exists()
     finally:
         pods.stop_all()
+
+
+def test_a_missing_program_is_reported_not_raised(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(staticpods.PROGRAMS, "haproxy", (str(tmp_path / "no-such-haproxy"),))
+    host = EmulatedHost(tmp_path)
+    host.write_file("/etc/kubernetes/manifests/haproxy.yaml",
+                    yaml.safe_dump(_pod(["haproxy"], [], [])).encode(), 0o600)
+    pods = StaticPods(host, restart_backoff=0.0)
+    assert pods.sync() == [] and pods.pid("haproxy") is None
