@@ -154,6 +154,7 @@ class ControlPlaneHost:
         self.vip_image = network.image(vip)
         self.port = int(cluster.get("apiServerPort") or API_PORT)
         self.init = cluster.get("initNode") == node
+        self._ssl_context: ssl.SSLContext | None = None
 
     # --- what is missing (no side effects) --------------------------------------
     def _ca(self, name: str) -> KeyPair:
@@ -197,10 +198,11 @@ class ControlPlaneHost:
             if self.manifest(name) is None:
                 todo.append(f"{'init' if self.init else 'join'}: write the {name} static pod")
         if self.manifest("etcd") is not None:
-            wanted = await self._haproxy_config(await self._members_or_none(local=True))
+            members = await self._members_or_none(local=True)  # one read for both checks
+            wanted = await self._haproxy_config(members)
             if wanted is not None and self.host.read_file(HAPROXY_CFG) != wanted:
                 todo.append(f"write {HAPROXY_CFG} and the haproxy static pod")
-            if await self._status_lacks_me():
+            if members is not None and self._me() not in members:
                 todo.append(f"record {self.node} in {STATUS_KEY}")
             stale = await self._rbac_stale_or_none()
             if stale:
@@ -299,10 +301,14 @@ class ControlPlaneHost:
 
     # --- the API ------------------------------------------------------------------
     def _ssl(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.host.resolve(PKI + "/ca.crt")))
-        context.load_cert_chain(str(self.host.resolve(PKI + "/admin.crt")),
-                                str(self.host.resolve(PKI + "/admin.key")))
-        return context
+        """The admin's TLS context, built once per pass (not per request)."""
+        if self._ssl_context is None:
+            context = ssl.create_default_context(
+                cafile=str(self.host.resolve(PKI + "/ca.crt")))
+            context.load_cert_chain(str(self.host.resolve(PKI + "/admin.crt")),
+                                    str(self.host.resolve(PKI + "/admin.key")))
+            self._ssl_context = context
+        return self._ssl_context
 
     def _url(self, local: bool) -> str:
         return f"https://{self.image}:{API_PORT}" if local else \
@@ -336,10 +342,6 @@ class ControlPlaneHost:
         except (OSError, aiohttp.ClientError, TimeoutError, HostError):
             return None
         return members
-
-    async def _status_lacks_me(self) -> bool:
-        members = await self._members_or_none(local=True)
-        return members is not None and self._me() not in members
 
     async def _wait_ready(self) -> None:
         loop = asyncio.get_running_loop()

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
 import json
 import os
 import shutil
@@ -38,7 +37,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from racksmith.backup.archive import BackupError, create_backup, verify_backup
+from racksmith.backup.archive import BackupError, create_backup, sha256_of, verify_backup
 from racksmith.backup.crypto import CannotDecrypt, decrypt_file, encrypt_file
 from racksmith.controllers.backup import ClusterStore, Snapshot, SnapshotFailed
 
@@ -111,14 +110,6 @@ def _status(db: Path) -> dict[str, Any]:
     return status
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def snapshot_cluster(backup_dir: Path, name: str, store: ClusterStore,
                      key: bytes | None = None) -> Snapshot:
     """Write and check backup ``name`` of a cluster's etcd (module docstring)."""
@@ -176,7 +167,7 @@ def snapshot_cluster(backup_dir: Path, name: str, store: ClusterStore,
         raise SnapshotFailed(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return Snapshot(file=str(path), size=path.stat().st_size, sha256=_sha256(path),
+    return Snapshot(file=str(path), size=path.stat().st_size, sha256=sha256_of(path),
                     resource_version=int(status.get("revision") or 0),
                     objects=int(status.get("totalKey") or 0), encrypted=key is not None,
                     verified_at=dt.datetime.now(dt.UTC))

@@ -199,3 +199,24 @@ def _sha256(path: Path) -> str:
 
 async def _none_left(c: Client) -> bool:
     return not await c.list(BACKUPS, live=True)
+
+
+@ON_MODULE_LOOP
+async def test_a_backup_of_a_cluster_that_cannot_be_found_fails_saying_why(
+        client: ApiClient, tmp_path: Path) -> None:
+    """Bad input: a ControlPlaneBackup naming a missing cluster, or one with no
+    control-plane machine, ends Failed with the reason; nothing is written."""
+    c = as_client(client)
+    folder = tmp_path / "backups"
+    controller = backup_controller(client, EtcdStoreSnapshots(folder))
+    async with managed(client, [controller], identity="backup-cluster-test"):
+        await c.create(BACKUPS, {"apiVersion": "lcm.racksmith.io/v1alpha1",
+                                 "kind": "ControlPlaneBackup", "metadata": {"name": "no-such"},
+                                 "spec": {"cluster": {"namespace": "default", "name": "nope"}}})
+        done = await eventually(_in_phase(c, "no-such", "Failed"), "the backup Failed")
+        status = done["status"]
+        assert isinstance(status, dict)
+        assert status["message"] == "Cluster default/nope not found" and "file" not in status
+        assert not folder.exists() or not any(folder.iterdir())
+        await c.delete(BACKUPS, None, "no-such")
+        await eventually(lambda: _none_left(c), "the backup deleted")
