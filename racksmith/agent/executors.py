@@ -68,7 +68,8 @@ class NodeControl(Protocol):
 class ExecContext:
     """What executors need besides the item.
 
-    ``server``: the API URL written into the emulated kubelet.conf.
+    ``server``: the API URL written into the emulated kubelet.conf when the
+    host has no kubelet credentials (else the cluster's endpoint is).
     ``on_kubelet_conf``: awaited after an emulated kubeadm item wrote
     kubelet.conf (starts the emulated kubelet before the next item).
     ``dry_run``: never evaluate guards that run processes.
@@ -357,21 +358,10 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
         actions.append(Action(f"write {path} ({len(content)} bytes, mode 0600)", write_config))
     if control_plane and host.emulated and ctx.network is not None:
         actions.extend(await _emulated_control_plane(cluster, ctx, ctx.network))
-    if host.exists(kubeadm.KUBELET_CONF):
-        return actions
     if host.emulated:
-        conf = kubeadm.render_kubelet_conf(cluster, ctx.node_name, ctx.server).encode()
-
-        async def write_kubelet_conf() -> None:
-            host.write_file(kubeadm.KUBELET_CONF, conf, 0o600)
-            if ctx.on_kubelet_conf is not None:
-                await ctx.on_kubelet_conf()
-
-        actions.append(Action(
-            f"write {kubeadm.KUBELET_CONF} ({len(conf)} bytes, mode 0600), "
-            "then start the emulated kubelet",
-            write_kubelet_conf,
-        ))
+        actions.extend(_emulated_kubelet_conf(cluster, ctx))
+        return actions
+    if host.exists(kubeadm.KUBELET_CONF):
         return actions
     argv = ["kubeadm", phase, "--config", str(host.resolve(path))]
 
@@ -382,6 +372,35 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
 
     actions.append(Action(host.command_action(argv), run_kubeadm))
     return actions
+
+
+def _emulated_kubelet_conf(cluster: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
+    """The emulated kubeadm's kubelet.conf (``kubeadm.render_kubelet_conf``):
+    written when missing; rewritten when the host has the kubelet's
+    credentials and the file is not the one they make (an older one without
+    credentials, or another endpoint); else left alone."""
+    host = ctx.host
+    credentials = kubeadm.has_kubelet_credentials(host)
+    current = host.read_file(kubeadm.KUBELET_CONF)
+    if current is not None and not credentials:
+        return []
+    conf = kubeadm.render_kubelet_conf(cluster, ctx.node_name, ctx.server,
+                                       credentials=credentials).encode()
+    if current == conf:
+        return []
+
+    async def write_kubelet_conf() -> None:
+        host.write_file(kubeadm.KUBELET_CONF, conf, 0o600)
+        if ctx.on_kubelet_conf is not None:
+            await ctx.on_kubelet_conf()
+
+    verb = "write" if current is None else "rewrite"
+    what = " with the node's client certificate" if credentials else ""
+    return [Action(
+        f"{verb} {kubeadm.KUBELET_CONF}{what} ({len(conf)} bytes, mode 0600), "
+        f"then {'start' if current is None else 'sync'} the emulated kubelet",
+        write_kubelet_conf,
+    )]
 
 
 async def _emulated_control_plane(cluster: Mapping[str, Any], ctx: ExecContext,

@@ -10,13 +10,28 @@ emulated kubelet reads the context back for ``controlPlaneCIDRs`` and
 ``kubernetesVersion``. An optional ``params.configuration`` mapping is
 merged into the phase document (e.g. ``discovery`` for a real join).
 
-Pure except :func:`read_cluster_context`, which reads through a ``Host``.
-Called by ``executors`` (kubeadm item) and ``kubelet``.
+Also owns ``/etc/kubernetes/kubelet.conf`` as the emulated kubeadm writes
+it (:func:`render_kubelet_conf`) and reading it back
+(:func:`parse_kubelet_conf`). When the host has the kubelet's credentials
+in kubeadm's layout — the cluster CA ``/etc/kubernetes/pki/ca.crt`` and
+``/var/lib/kubelet/pki/kubelet-client-current.pem`` (the client certificate
+``system:node:<node>`` of group ``system:nodes`` followed by its key; the
+Machine controller writes both into the user data of a cluster with a
+control plane of its own) — kubelet.conf is a kubeconfig for the cluster's
+endpoint ``https://<apiServerVIP>:<apiServerPort>`` with those files; else
+it names the node and carries no credentials (the kubelet then talks to
+the management API). Paths inside are the host's paths.
+
+Pure except :func:`read_cluster_context` and :func:`has_kubelet_credentials`,
+which read through a ``Host``. Called by ``executors`` (kubeadm item),
+``kubelet`` and ``kube``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -25,9 +40,15 @@ from racksmith.agent.host import Host
 from racksmith.agent.kubeadm_fields import unknown_fields
 
 __all__ = [
+    "CLUSTER_CA",
     "KUBEADM_PHASES",
+    "KUBELET_CLIENT",
     "KUBELET_CONF",
+    "KubeletConf",
+    "cluster_endpoint",
     "config_path",
+    "has_kubelet_credentials",
+    "parse_kubelet_conf",
     "read_cluster_context",
     "render_config",
     "render_kubelet_conf",
@@ -36,6 +57,10 @@ __all__ = [
 KUBEADM_API = "kubeadm.k8s.io/v1beta4"
 CONTEXT_API = "racksmith.io/v1alpha1"
 KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+CLUSTER_CA = "/etc/kubernetes/pki/ca.crt"
+KUBELET_CLIENT = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+"""The kubelet's client certificate PEM followed by its key PEM (kubeadm's layout)."""
+DEFAULT_API_PORT = 6443
 KUBEADM_PHASES = ("init", "join")
 
 
@@ -85,18 +110,112 @@ def render_config(
     )
 
 
-def render_kubelet_conf(cluster: Mapping[str, Any], node_name: str, server: str) -> str:
-    """The emulated ``kubelet.conf``: a kubeconfig naming the node, no credentials."""
+def cluster_endpoint(cluster: Mapping[str, Any]) -> str | None:
+    """``https://<apiServerVIP>:<apiServerPort>`` of the cluster context (None:
+    no VIP)."""
+    vip = str(cluster.get("apiServerVIP") or "").strip()
+    if not vip:
+        return None
+    try:
+        host = f"[{vip}]" if ipaddress.ip_address(vip).version == 6 else vip
+    except ValueError:
+        host = vip  # a DNS name
+    return f"https://{host}:{int(cluster.get('apiServerPort') or DEFAULT_API_PORT)}"
+
+
+def has_kubelet_credentials(host: Host) -> bool:
+    """The host has the cluster CA and the kubelet's client certificate."""
+    return host.exists(CLUSTER_CA) and host.exists(KUBELET_CLIENT)
+
+
+def render_kubelet_conf(cluster: Mapping[str, Any], node_name: str, server: str,
+                        *, credentials: bool = False) -> str:
+    """The emulated ``kubelet.conf``: a kubeconfig naming the node.
+
+    With ``credentials`` (the host has :data:`CLUSTER_CA` and
+    :data:`KUBELET_CLIENT`) and a cluster endpoint, its server is the
+    cluster's endpoint and it names those files (client certificate and key
+    both :data:`KUBELET_CLIENT`, as kubeadm writes it); else its server is
+    ``server`` (the management API) and it carries no credentials."""
     name = str(cluster.get("name") or "kubernetes")
     user = f"system:node:{node_name}"
+    endpoint = cluster_endpoint(cluster) if credentials else None
+    entry: dict[str, Any] = {"server": endpoint or server}
+    auth: dict[str, Any] = {}
+    if endpoint is not None:
+        entry["certificate-authority"] = CLUSTER_CA
+        auth = {"client-certificate": KUBELET_CLIENT, "client-key": KUBELET_CLIENT}
     return yaml.safe_dump({
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "clusters": [{"name": name, "cluster": entry}],
         "contexts": [{"name": f"{user}@{name}", "context": {"cluster": name, "user": user}}],
         "current-context": f"{user}@{name}",
-        "users": [{"name": user, "user": {}}],
+        "users": [{"name": user, "user": auth}],
     }, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class KubeletConf:
+    """What a kubelet.conf says of the API it reaches (host paths)."""
+
+    server: str
+    certificate_authority: str | None = None
+    certificate_authority_data: str | None = None
+    """The CA embedded (base64 PEM), as the real kubeadm writes kubelet.conf."""
+    client_certificate: str | None = None
+    client_key: str | None = None
+
+    @property
+    def has_credentials(self) -> bool:
+        """A client certificate (a file) and the CA to verify the server with."""
+        return bool((self.certificate_authority or self.certificate_authority_data)
+                    and self.client_certificate)
+
+
+def parse_kubelet_conf(raw: bytes | str | None) -> KubeletConf | None:
+    """The current context's server, CA (file or embedded) and client
+    certificate/key files of a kubelet.conf (None: no file, not a
+    kubeconfig, or no server). An embedded client certificate or key
+    (``client-*-data``) is not used: kubeadm names the rotated files."""
+    if raw is None:
+        return None
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    context = _named(doc.get("contexts"), doc.get("current-context")).get("context") or {}
+    if not isinstance(context, dict):
+        return None
+    cluster = _named(doc.get("clusters"), context.get("cluster")).get("cluster") or {}
+    user = _named(doc.get("users"), context.get("user")).get("user") or {}
+    if not isinstance(cluster, dict) or not isinstance(user, dict):
+        return None
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server:
+        return None
+
+    def text(value: Any) -> str | None:
+        return value if isinstance(value, str) and value else None
+
+    cert = text(user.get("client-certificate"))
+    return KubeletConf(server=server,
+                       certificate_authority=text(cluster.get("certificate-authority")),
+                       certificate_authority_data=text(
+                           cluster.get("certificate-authority-data")),
+                       client_certificate=cert,
+                       client_key=text(user.get("client-key")) or cert)
+
+
+def _named(entries: Any, name: Any) -> dict[str, Any]:
+    """The entry called ``name`` of a kubeconfig list (the only one when
+    ``name`` is unset); {} if none."""
+    items = [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    if not name and len(items) == 1:
+        return items[0]
+    return next((e for e in items if e.get("name") == name), {})
 
 
 def read_cluster_context(host: Host) -> dict[str, Any]:

@@ -27,6 +27,12 @@ conditions PodScheduled/Initialized/ContainersReady/Ready True (others kept)
 and a running, ready status per container. Nothing runs: the pods only look
 running.
 
+The Node, its Lease and its pods are the cluster's (``AgentKube``'s node
+side): once kubelet.conf carries the kubelet's client certificate, the
+cluster's own API (the tick that first sees it registers the Node there);
+before, the management API. An endpoint that does not answer yet fails the
+tick, logged (never a credential), and the next one tries again.
+
 Addresses: InternalIP is the first address of the netplan file
 ``/etc/netplan/60-racksmith.yaml`` inside a ``controlPlaneCIDRs`` network
 (tried in order) of the kubeadm config's cluster context, else the first
@@ -193,6 +199,8 @@ class EmulatedKubelet:
         """When the Node's status was last posted, and what (heartbeat times left out)."""
         self._leased = False
         """The Lease was there (or made) at the last tick."""
+        self._generation = kube.generation
+        """The API the node side used at the last tick (``AgentKube.generation``)."""
         self._lock = asyncio.Lock()
 
     def is_configured(self) -> bool:
@@ -213,6 +221,10 @@ class EmulatedKubelet:
                 self._boot_id = self._read_boot_id()
             context = kubeadm.read_cluster_context(self.host)
             status = self._status(context, now)
+            await self.kube.refresh()
+            if self.kube.generation != self._generation:
+                self._generation = self.kube.generation
+                self.forget()  # another API (the cluster's): register there
             if self._node_uid is None:
                 node = await self.kube.get_node(self.node_name)
                 if node is None:

@@ -7,7 +7,8 @@ mkfs/blkid/wipefs on files under it and the host's static pods), the API
 client (``kube``), the executors' context, the reconcile loop (``loop``), in
 emulated mode the emulated kubelet (``kubelet``) with its static pods
 (``staticpods``; the datacenter's loopback images come from the file
-``$RACKSMITH_EMULATED_NETWORK`` names, ``racksmith.loopback``) and, when
+``$RACKSMITH_EMULATED_NETWORK`` names, ``racksmith.loopback``, also how
+the node side reaches the cluster's endpoint) and, when
 running continuously, the storage loop (``storage``: the node's Volume jobs).
 Modes:
 
@@ -85,14 +86,16 @@ async def run_agent(
     # (inside the root when emulated), so no run leaves anything behind.
     client = api_client(config.server, config.token, config.certificate_authority_data,
                         config_path.parent)
+    network_file = os.environ.get(loopback.ENV) if emulated else None
+    network = LoopbackMap(Path(network_file)) if network_file else None
+    # The node side (Node, Lease, pods, Volumes) goes to the cluster's API once
+    # kubelet.conf carries the kubelet's credentials (kube's module docstring).
+    kube = AgentKube(client, host=host, network=network)
     try:
-        kube = AgentKube(client)
         kubelet = EmulatedKubelet(host, kube, config.node_name, clock, timing) \
             if emulated else None
-        network_file = os.environ.get(loopback.ENV) if emulated else None
         ctx = ExecContext(host=host, node_name=config.node_name, server=config.server,
-                          nodes=kube, dry_run=dry_run,
-                          network=LoopbackMap(Path(network_file)) if network_file else None)
+                          nodes=kube, dry_run=dry_run, network=network)
         static_pods = StaticPods(host) if emulated and not dry_run else None
         if kubelet is not None and not dry_run:
             ctx.on_kubelet_conf = _kubelet_starter(kubelet)
@@ -138,6 +141,7 @@ async def run_agent(
             log.info("agent stopped")
         return 0
     finally:
+        await kube.close()
         await client.close()
 
 

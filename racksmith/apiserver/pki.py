@@ -367,20 +367,38 @@ def _generate_ca(
 
 @dataclass(frozen=True)
 class HostIdentity:
-    """The host a credential belongs to: a ServiceAccount token bound to the
-    host's LCMMachine (see :mod:`racksmith.apiserver.rbac.hostrestriction`).
-    The host's Node has the LCMMachine's name."""
+    """The host a credential belongs to (see
+    :mod:`racksmith.apiserver.rbac.hostrestriction`): either a host agent's
+    ServiceAccount token bound to the host's LCMMachine (the host's Node has
+    the LCMMachine's name), or a kubelet's client certificate (user
+    ``system:node:<node>`` in group ``system:nodes``, :meth:`of_node`),
+    which names the Node and no LCMMachine."""
 
     namespace: str
     lcm_machine: str
     uid: str
+    node_name: str = ""
+    """The Node of a kubelet's identity ("" for a host agent's: its LCMMachine's name)."""
+
+    @classmethod
+    def of_node(cls, node: str) -> HostIdentity:
+        """The identity of the kubelet of Node ``node`` (no LCMMachine)."""
+        return cls(namespace="", lcm_machine="", uid="", node_name=node)
 
     @property
     def node(self) -> str:
-        return self.lcm_machine
+        return self.node_name or self.lcm_machine
+
+    @property
+    def kubelet(self) -> bool:
+        """A kubelet's identity (a node certificate), not a host agent's."""
+        return not self.lcm_machine
 
     def extra(self) -> dict[str, list[str]]:
-        """kube's ``user.extra`` for this binding (as for pod-bound tokens)."""
+        """kube's ``user.extra`` for this binding (as for pod-bound tokens);
+        none for a kubelet's certificate, as in kube."""
+        if self.kubelet:
+            return {}
         return {"authentication.kubernetes.io/node-name": [self.node],
                 "authentication.racksmith.io/lcmmachine-name": [self.lcm_machine],
                 "authentication.racksmith.io/lcmmachine-uid": [self.uid]}

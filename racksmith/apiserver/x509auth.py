@@ -14,15 +14,33 @@ kube-apiserver with the cluster's PKI (``--client-ca-file``,
 kubeconfig (a client certificate in ``system:masters``) and the
 management plane's controllers (certificates of their own) work against it
 unchanged.
+
+A kubelet's certificate (CN ``system:node:<node>``, O ``system:nodes``, as
+kubeadm issues ``kubelet-client-current.pem``) is also a *node identity*
+(``user.host``, :meth:`racksmith.apiserver.pki.HostIdentity.of_node`): the
+ClusterRole ``system:node`` (bound to ``system:nodes``) names its kinds and
+verbs, and the host restriction narrows it to its own Node, Lease, pods and
+Volumes, as kube's Node authorizer and NodeRestriction do for kubelets.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from racksmith.apiserver.pki import User
+from racksmith.apiserver.pki import HostIdentity, User
+from racksmith.apiserver.rbac.hostrestriction import NODE_USER_PREFIX, NODES_GROUP
 
 AUTHENTICATED = "system:authenticated"
+
+
+def node_of(name: str, groups: tuple[str, ...] | list[str]) -> str | None:
+    """The node a user named ``name`` in ``groups`` is the kubelet of (None:
+    not a node identity): both the ``system:node:`` prefix and the group
+    ``system:nodes`` are needed, as kube's Node authorizer requires."""
+    node = name.removeprefix(NODE_USER_PREFIX)
+    if node != name and node and NODES_GROUP in groups:
+        return node
+    return None
 
 
 def user_of(peercert: Any) -> User | None:
@@ -41,5 +59,7 @@ def user_of(peercert: Any) -> User | None:
     if not name:
         return None
     serial = str(peercert.get("serialNumber", ""))
+    node = node_of(name, groups)
     return User(name=name, uid="", groups=(*groups, AUTHENTICATED),
+                host=HostIdentity.of_node(node) if node is not None else None,
                 credential_id=f"X509SHA256={serial}" if serial else "")

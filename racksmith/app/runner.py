@@ -34,6 +34,7 @@ from prometheus_client import CollectorRegistry
 from racksmith import console, datalock, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.app.clusterplanes import planes
 from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
 from racksmith.app.logrotate import LogRotator
 from racksmith.app.manifests import load_manifests
@@ -51,7 +52,12 @@ from racksmith.app.settings import Settings
 from racksmith.backup.archive import REPORT as RESTORE_REPORT
 from racksmith.backup.crypto import load_key
 from racksmith.backup.service import EtcdStoreSnapshots, LocalSnapshotter
-from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
+from racksmith.controllers import (
+    CONTROLLER_ACCESS,
+    ClusterOptions,
+    all_controllers,
+    in_cluster_access,
+)
 from racksmith.controllers.backup import ACCESS as BACKUP_ACCESS
 from racksmith.controllers.backup import BackupSchedule, Snapshotter, backup_controller
 from racksmith.emulator.alertmanager import BuiltinAlertmanager
@@ -66,7 +72,7 @@ from racksmith.loopback import LoopbackMap
 from racksmith.provisioner.base import Provisioner
 from racksmith.provisioner.ironic import IronicProvisioner
 from racksmith.runtime.access import Access
-from racksmith.runtime.client import Client
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.manager import Manager
@@ -103,7 +109,14 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
     of the site's, the virtual datacenter's loopback image) and, with
     emulated hosts and ``settings.reference_workloads``, the reference
     workload controller. ``client_for``: each controller's own client, by
-    name (None: ``client``)."""
+    name (None: ``client``). With ``clusters``, the node-side controllers
+    work inside each cluster's own API (``racksmith.app.clusterplanes``)."""
+    workloads = {"reference-workloads": WORKLOADS_ACCESS} \
+        if emulated and settings.reference_workloads else {}
+    own: Callable[[str], Any] = client_for if client_for is not None else (lambda _n: client)
+    plane_of = planes(lambda name: as_client(own(name)),
+                      [*in_cluster_access(workloads)], clusters, reach,
+                      reader=own("cluster"))
     controllers = all_controllers(client, workers=settings.controller_workers,
                                   provisioner=provisioner, registry=registry,
                                   ipam=True, cluster=ClusterOptions(
@@ -112,7 +125,9 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
                                       alertmanager_url=alertmanager_url,
                                       backup_before_update=(snapshotter is not None
                                                             and backup_before_update),
-                                      clusters=clusters, reach=reach),
+                                      clusters=clusters, reach=reach,
+                                      plane_for=plane_of.__getitem__,
+                                      workload_identities=workloads),
                                   timings=settings.timings.controllers, client_for=client_for)
     if snapshotter is not None:
         controllers.append(backup_controller(
@@ -123,7 +138,8 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
         on_step("reference workload controller: namespace racksmith-workloads")
         controllers.append(reference_workloads_controller(
             client_for("reference-workloads") if client_for is not None else client,
-            timings=settings.timings.reference_workloads))
+            timings=settings.timings.reference_workloads,
+            plane=plane_of["reference-workloads"]))
     return controllers
 
 

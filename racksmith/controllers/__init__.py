@@ -24,7 +24,7 @@ each controller is built on its own client (its own ServiceAccount, see
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -70,6 +70,7 @@ from racksmith.runtime.access import Access
 from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.planes import ClusterPlane
 
 CONTROLLER_ACCESS: dict[str, Access] = {
     "baremetalhost": BAREMETALHOST_ACCESS,
@@ -114,6 +115,14 @@ class ClusterOptions:
     the site (the virtual datacenter's loopback image of it,
     ``racksmith.loopback``); None: the address itself. It is the server of
     each cluster's kubeconfig and of the tracker's clients.
+    ``plane_for``: each cluster-side controller's way into the managed
+    clusters, by identity name (``racksmith.runtime.planes``; built by the
+    composition root); None: every cluster's node-side objects are in the
+    management API.
+    ``workload_identities``: identities of workloads that run inside every
+    cluster besides the controllers (the reference workload controller of
+    the virtual datacenter), with what they read and write: each gets a
+    certificate and a role there as a controller does.
     """
 
     default_image: Image | None = None
@@ -122,6 +131,8 @@ class ClusterOptions:
     backup_before_update: bool = False
     clusters: ClusterClients | None = None
     reach: Callable[[str], str] | None = None
+    plane_for: Callable[[str], ClusterPlane] | None = None
+    workload_identities: Mapping[str, Access] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -160,11 +171,18 @@ CLUSTER_RBAC_FILE = "/etc/kubernetes/racksmith/cluster-rbac.yaml"
 inside its cluster (applied by the cluster's init, docs/control-plane.md)."""
 
 
-def cluster_rbac_manifest() -> bytes:
-    """The ClusterRoles and bindings of the controllers that work inside a
+def in_cluster_access(workloads: Mapping[str, Access] | None = None) -> dict[str, Access]:
+    """What each identity inside a managed cluster reads and writes there:
+    the controllers of :data:`CLUSTER_IDENTITIES` and ``workloads``."""
+    return {**{name: CONTROLLER_ACCESS[name] for name in CLUSTER_IDENTITIES},
+            **(workloads or {})}
+
+
+def cluster_rbac_manifest(workloads: Mapping[str, Access] | None = None) -> bytes:
+    """The ClusterRoles and bindings of the identities that work inside a
     managed cluster (``racksmith rbac --in-cluster``), as a YAML stream."""
-    objects = cluster_rbac({name: CONTROLLER_ACCESS[name].policy_rules()
-                            for name in CLUSTER_IDENTITIES})
+    objects = cluster_rbac({name: access.policy_rules()
+                            for name, access in in_cluster_access(workloads).items()})
     return yaml.safe_dump_all(objects, sort_keys=True).encode()
 
 
@@ -197,6 +215,10 @@ def all_controllers(
     def c(name: str) -> Any:
         return client_for(name) if client_for is not None else api_client
 
+    def plane(name: str) -> ClusterPlane | None:
+        return cluster.plane_for(name) if cluster is not None and \
+            cluster.plane_for is not None else None
+
     controllers: list[Controller] = []
     if provisioner is not None:
         controllers.append(
@@ -214,21 +236,25 @@ def all_controllers(
             l2template_controller(c("l2template"), workers=1, recorder=events),
             machine_controller(c("machine"), default_image=cluster.default_image,
                                agent_secret=cluster.agent_secret, workers=min(workers, 4),
-                               timings=t.machine, recorder=events,
-                               control_plane_files={CLUSTER_RBAC_FILE: cluster_rbac_manifest()}),
+                               timings=t.machine, recorder=events, plane=plane("machine"),
+                               control_plane_files={CLUSTER_RBAC_FILE: cluster_rbac_manifest(
+                                   cluster.workload_identities)}),
             cluster_controller(c("cluster"), workers=1, recorder=events,
-                               clusters=cluster.clusters, identities=CLUSTER_IDENTITIES,
+                               clusters=cluster.clusters,
+                               identities=tuple(in_cluster_access(cluster.workload_identities)),
                                reach=cluster.reach),
             volume_controller(c("volume"), workers=min(workers, 2), timings=t.volume,
-                              recorder=events),
-            claim_binder_controller(c("claim-binder"), workers=1),
+                              recorder=events, plane=plane("volume")),
+            claim_binder_controller(c("claim-binder"), workers=1, plane=plane("claim-binder")),
             update_controller(c("update"), workers=1,
                               node_flow=partial(NodeMaintenance, recorder=events),
+                              plane=plane("update"),
                               alert_source=(AlertmanagerSource(cluster.alertmanager_url)
                                             if cluster.alertmanager_url else None),
                               timings=t.update, recorder=events,
                               backup_before_update=cluster.backup_before_update),
             graceful_reboot_controller(c("graceful-reboot"), workers=1,
-                                       timings=t.graceful_reboot, recorder=events),
+                                       timings=t.graceful_reboot, recorder=events,
+                                       plane=plane("graceful-reboot")),
         ])
     return controllers

@@ -275,3 +275,41 @@ def parse_pair(cluster: str, suffix: str, secret: Mapping[str, Any] | None) -> K
     if public != private.public_key():
         raise PkiDamaged(f"Secret {name}: tls.key does not belong to tls.crt")
     return pair
+
+
+KUBELET_CLIENT_FILE = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+"""Where a node keeps its kubelet's client certificate and key (one PEM
+file, certificate first), as the kubelet's certificate manager does."""
+NODES_GROUP = "system:nodes"
+"""The group of every kubelet's identity (kube's Node authorizer)."""
+KUBELET_RENEW_BEFORE = dt.timedelta(days=30)
+
+
+def node_user(node: str) -> str:
+    """The user of node ``node``'s kubelet."""
+    return f"system:node:{node}"
+
+
+def issue_kubelet_client(ca: KeyPair, node: str) -> bytes:
+    """A kubelet client certificate for ``node`` from the cluster CA (user
+    ``system:node:<node>``, group ``system:nodes``), certificate then key."""
+    pair = issue_client(ca, node_user(node), (NODES_GROUP,))
+    return pair.cert_pem + pair.key_pem
+
+
+def kubelet_client_fresh(pem: bytes | None, ca: KeyPair, node: str, now: dt.datetime
+                         ) -> bool:
+    """Is ``pem`` (certificate then key) ``node``'s kubelet identity, issued
+    by ``ca``, with its key, and more than ``KUBELET_RENEW_BEFORE`` from its end?"""
+    if not pem:
+        return False
+    try:
+        cert = x509.load_pem_x509_certificate(pem)
+        cert.verify_directly_issued_by(ca.certificate())
+        serialization.load_pem_private_key(pem[pem.index(b"-----BEGIN", 1):], password=None)
+    except Exception:
+        return False
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    if not names or names[0].value != node_user(node):
+        return False
+    return cert.not_valid_after_utc - KUBELET_RENEW_BEFORE > now

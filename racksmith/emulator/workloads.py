@@ -70,10 +70,11 @@ from racksmith.emulator.workloads_plan import (
     plan,
 )
 from racksmith.runtime.access import watches, writes
-from racksmith.runtime.client import as_client
+from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
-from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.keys import Mapper, ObjectKey
+from racksmith.runtime.planes import ClusterMapper, ClusterPlane, ClusterUnavailable, SharedPlane
 from racksmith.runtime.resources import (
     CLUSTER_LOCKS,
     CMRS,
@@ -173,8 +174,8 @@ class _Kube:
     dicts; a create that finds the name taken and a delete that finds the
     object gone are done)."""
 
-    def __init__(self, api_client: Any) -> None:
-        self.client = as_client(api_client).with_field_manager(FIELD_MANAGER)
+    def __init__(self, client: Client) -> None:
+        self.client = client.with_field_manager(FIELD_MANAGER)
 
     async def create(self, resource: Resource, body: Mapping[str, Any]) -> None:
         with contextlib.suppress(AlreadyExists):
@@ -210,16 +211,17 @@ class ReferenceWorkloads:
     """The reconciler (one key: the whole service); see the module docstring."""
 
     def __init__(self, api_client: Any, *, logger: Any = None,
-                 timings: WorkloadTimings | None = None) -> None:
+                 timings: WorkloadTimings | None = None,
+                 plane: ClusterPlane | None = None) -> None:
         self.timings = timings if timings is not None else WorkloadTimings()
-        self.kube = _Kube(api_client)
+        self.management = as_client(api_client)
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.management)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.emulator.workloads")
 
-    async def read_world(self) -> tuple[World, dict[str, dict[str, Any]],
-                                        dict[str, Any] | None]:
+    async def read_world(self, kube: _Kube) -> tuple[World, dict[str, dict[str, Any]],
+                                                     dict[str, Any] | None]:
         """The world, the raw node locks by node, and the raw cluster lock."""
-        kube = self.kube
         client = kube.client
         config = await kube.ensure_basics()
         nodes = [node_view(n, config.zone_key) for n in await client.list(NODES)]
@@ -246,14 +248,30 @@ class ReferenceWorkloads:
         return world, raw_locks, cluster_lock
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        world, raw_locks, cluster_lock = await self.read_world()
+        """One cluster's service (``key``: the cluster; :data:`KEY` in a
+        SharedPlane's one API)."""
+        cluster = None if key == KEY else key
+        client = await self.plane.client(cluster if cluster is not None else key)
+        if client is None:
+            raise ClusterUnavailable(key)
+        kube = _Kube(client)
+        log = self.log.bind(cluster=str(cluster)) if cluster is not None else self.log
+        world, raw_locks, cluster_lock = await self.read_world(kube)
         acts = plan(world)
-        await self._apply(acts, raw_locks, cluster_lock)
+        await _Apply(kube, log).apply(acts, raw_locks, cluster_lock)
         t = self.timings
         return RequeueAfter(t.busy_requeue if acts.busy else t.idle_requeue)
 
-    async def _apply(self, acts: Actions, raw_locks: dict[str, dict[str, Any]],
-                     cluster_lock: dict[str, Any] | None) -> None:
+
+@dataclass
+class _Apply:
+    """Writes one reconcile's actions in one cluster."""
+
+    kube: _Kube
+    log: Any
+
+    async def apply(self, acts: Actions, raw_locks: dict[str, dict[str, Any]],
+                    cluster_lock: dict[str, Any] | None) -> None:
         kube, log = self.kube, self.log
         await self._cluster_lock(acts.cluster_lock, cluster_lock)
         for node in acts.create_locks:
@@ -329,6 +347,19 @@ def _service_key(_obj: Mapping[str, Any]) -> list[ObjectKey]:
     return [KEY]
 
 
+def _of(base: Mapper) -> ClusterMapper:
+    """``base`` in a SharedPlane's one API; in a cluster's own API, the
+    cluster's key for what ``base`` would wake."""
+    def factory(cluster: ObjectKey | None, _client: Any) -> Mapper:
+        if cluster is None:
+            return base
+
+        def mapper(obj: Mapping[str, Any]) -> list[ObjectKey]:
+            return [cluster] if base(obj) else []
+        return mapper
+    return factory
+
+
 def _own(lock: Mapping[str, Any]) -> bool:
     return _map(lock.get("spec")).get("controllerName") == CONTROLLER_NAME
 
@@ -346,7 +377,8 @@ def _namespace_key(namespace: Mapping[str, Any]) -> list[ObjectKey]:
 def reference_workloads_controller(api_client: Any, *, workers: int = 1,
                                    clock: Clock | None = None,
                                    logger: Any = None,
-                                   timings: WorkloadTimings | None = None) -> Controller:
+                                   timings: WorkloadTimings | None = None,
+                                   plane: ClusterPlane | None = None) -> Controller:
     """The reference workload controller as a runtime ``Controller`` (see the
     module docstring). Every watched kind — Nodes, NodeMaintenanceRequests,
     ClusterMaintenanceRequests, this controller's locks, its Pods, its
@@ -354,21 +386,23 @@ def reference_workloads_controller(api_client: Any, *, workers: int = 1,
     key of the service; ``workers`` is accepted for symmetry with the other
     controllers, but one key is never reconciled by two workers at once.
     ``timings``: how often it looks again without events (None: the
-    defaults)."""
+    defaults). ``plane``: the clusters it serves, one service in each
+    cluster's own API, keyed by the Cluster (None: the one service of the
+    management API)."""
     clock = clock if clock is not None else SystemClock()
-    client = as_client(api_client)
+    reconciler = ReferenceWorkloads(api_client, logger=logger, timings=timings, plane=plane)
+    p = reconciler.plane
     sources: list[Any] = [
-        client.source(NODES, mapper=_service_key), client.source(NMRS, mapper=_service_key),
-        client.source(CMRS, mapper=_service_key),
-        client.source(NODE_LOCKS, mapper=_own_lock_key),
-        client.source(CLUSTER_LOCKS, mapper=_own_lock_key),
-        client.source(PODS, namespace=NAMESPACE, mapper=_service_key),
-        client.source(CONFIG_MAPS, namespace=NAMESPACE, mapper=_service_key),
-        client.source(PDBS, namespace=NAMESPACE, mapper=_service_key),
-        client.source(NAMESPACES, mapper=_namespace_key),
+        p.source(NODES, _of(_service_key)), p.source(NMRS, _of(_service_key)),
+        p.source(CMRS, _of(_service_key)),
+        p.source(NODE_LOCKS, _of(_own_lock_key)),
+        p.source(CLUSTER_LOCKS, _of(_own_lock_key)),
+        p.source(PODS, _of(_service_key), namespace=NAMESPACE),
+        p.source(CONFIG_MAPS, _of(_service_key), namespace=NAMESPACE),
+        p.source(PDBS, _of(_service_key), namespace=NAMESPACE),
+        p.source(NAMESPACES, _of(_namespace_key)),
     ]
-    return Controller("reference-workloads", sources,
-                      ReferenceWorkloads(api_client, logger=logger, timings=timings),
+    return Controller("reference-workloads", sources, reconciler,
                       workers=workers, clock=clock, logger=logger)
 
 

@@ -79,14 +79,21 @@ _UNKNOWN = Reachability(None, NOT_PROBED, "not probed yet")
 
 
 @dataclass
+class _Identity:
+    """One identity's Client in one cluster, with the access it was made for."""
+
+    digest: str
+    client: Client
+
+
+@dataclass
 class _Tracked:
     access: ClusterAccess
     digest: str
     folder: Path
-    client: Client | None = None
     verdict: Reachability = _UNKNOWN
     task: asyncio.Task[None] | None = None
-    clients: dict[str, Client] = field(default_factory=dict)
+    clients: dict[str, _Identity] = field(default_factory=dict)
 
 
 class ClusterClients:
@@ -107,21 +114,35 @@ class ClusterClients:
 
     def client(self, key: ObjectKey, access: ClusterAccess, *,
                field_manager: str = "racksmith") -> Client:
-        """The Client of cluster ``key`` for ``access`` (made on first use;
-        remade when the access changed)."""
-        tracked = self._entry(key, access)
-        client = tracked.clients.get(field_manager)
-        if client is None:
-            folder = tracked.folder
-            api = api_client_with_certificate(
-                access.server, folder / "ca.crt",
-                folder / "client.crt" if access.cert_pem else None,
-                folder / "client.key" if access.key_pem else None)
-            client = Client(api, field_manager=field_manager, clock=self.clock)
-            tracked.clients[field_manager] = client
+        """The Client of cluster ``key`` for ``access``, one per
+        ``field_manager`` (an identity: each controller's own certificate);
+        made on first use, remade when that identity's access changed."""
+        tracked = self._tracked.get(key)
+        if tracked is None:
+            tracked = self._entry(key, ClusterAccess(access.server, access.ca_pem))
+        digest = access.digest()
+        current = tracked.clients.get(field_manager)
+        if current is not None and current.digest == digest:
+            return current.client
+        if current is not None:
+            asyncio.get_running_loop().create_task(_close(current.client))
+        folder = tracked.folder / _safe(field_manager)
+        filemodes.private_dir(folder)
+        filemodes.write_private(folder / "ca.crt", access.ca_pem)
+        if access.cert_pem and access.key_pem:
+            filemodes.write_private(folder / "client.crt", access.cert_pem)
+            filemodes.write_private(folder / "client.key", access.key_pem)
+        api = api_client_with_certificate(
+            access.server, folder / "ca.crt",
+            folder / "client.crt" if access.cert_pem else None,
+            folder / "client.key" if access.key_pem else None)
+        client = Client(api, field_manager=field_manager, clock=self.clock)
+        tracked.clients[field_manager] = _Identity(digest, client)
         return client
 
     def _entry(self, key: ObjectKey, access: ClusterAccess) -> _Tracked:
+        """The tracked entry of ``key`` for the probe's ``access`` (endpoint and
+        CA); a new endpoint or CA retires the old probe and clients."""
         digest = access.digest()
         tracked = self._tracked.get(key)
         if tracked is not None and tracked.digest == digest:
@@ -132,9 +153,6 @@ class ClusterClients:
         filemodes.private_dir(self.workdir)
         filemodes.private_dir(folder)
         filemodes.write_private(folder / "ca.crt", access.ca_pem)
-        if access.cert_pem and access.key_pem:
-            filemodes.write_private(folder / "client.crt", access.cert_pem)
-            filemodes.write_private(folder / "client.key", access.key_pem)
         fresh = _Tracked(access, digest, folder)
         if tracked is not None:
             fresh.verdict = tracked.verdict
@@ -144,15 +162,15 @@ class ClusterClients:
     def _retire(self, tracked: _Tracked) -> None:
         if tracked.task is not None:
             tracked.task.cancel()
-        for client in tracked.clients.values():
-            asyncio.get_running_loop().create_task(_close(client))
+        for identity in tracked.clients.values():
+            asyncio.get_running_loop().create_task(_close(identity.client))
         tracked.clients.clear()
 
     # --- reachability -----------------------------------------------------------
 
     def track(self, key: ObjectKey, access: ClusterAccess) -> Reachability:
         """Keep probing cluster ``key`` with ``access``; the last verdict, at once."""
-        tracked = self._entry(key, access)
+        tracked = self._entry(key, ClusterAccess(access.server, access.ca_pem))
         if tracked.task is None or tracked.task.done():
             tracked.task = asyncio.get_running_loop().create_task(
                 self._probe_loop(key, tracked), name=f"probe-{key.namespace}/{key.name}")
@@ -203,8 +221,8 @@ class ClusterClients:
             tracked.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await tracked.task
-        for client in tracked.clients.values():
-            await _close(client)
+        for identity in tracked.clients.values():
+            await _close(identity.client)
         shutil.rmtree(tracked.folder, ignore_errors=True)
 
     def known(self) -> list[ObjectKey]:
@@ -213,6 +231,11 @@ class ClusterClients:
     async def close(self) -> None:
         for key in list(self._tracked):
             await self.drop(key)
+
+
+def _safe(name: str) -> str:
+    """A folder name for an identity (field manager)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "_"
 
 
 async def _close(client: Client) -> None:

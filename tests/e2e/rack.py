@@ -10,10 +10,11 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,22 @@ class Rack:
     server: ServerProc
     data_dir: Path
     home: Path
+    kubeconfig: Path | None = None
+    """The kubeconfig kubectl uses (None: the management API's)."""
+
+    def cluster(self, ref: str = "default/demo") -> Rack:
+        """This rack seen through cluster ``ref``'s own API (its kubeconfig from
+        ``racksmith kubeconfig --cluster``): where its Nodes, pods, PDBs,
+        PersistentVolumes, Volumes, maintenance requests and locks live."""
+        path = self.home / f"{ref.replace('/', '_')}.kubeconfig"
+        if not path.exists():
+            out = subprocess.run(
+                [sys.executable, "-m", "racksmith.cli.main", "kubeconfig", "--cluster", ref,
+                 "--data-dir", str(self.data_dir)], capture_output=True, text=True, timeout=60,
+                check=True)
+            path.write_text(out.stdout)
+            path.chmod(0o600)
+        return replace(self, kubeconfig=path)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -53,7 +70,7 @@ class Rack:
                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
         res = subprocess.run([str(kubectl_path(33)), *args], input=input_text,
                              capture_output=True, text=True, timeout=timeout,
-                             env={"KUBECONFIG": str(self.server.kubeconfig),
+                             env={"KUBECONFIG": str(self.kubeconfig or self.server.kubeconfig),
                                   "HOME": str(self.home), "PATH": "/usr/bin:/bin"})
         if check and res.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)}: {res.stderr}\n"

@@ -54,7 +54,10 @@ def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
     cluster = wait_for(rack, "cluster Ready", lambda: _cluster_ready(rack), timeout=120)
     assert cluster["status"]["machinesReady"] == len(ALL_MACHINES)
     assert cluster["status"]["machinesTotal"] == len(ALL_MACHINES)
-    nodes = {n["metadata"]["name"]: n for n in rack.get("nodes")["items"]}
+    # The Nodes are the cluster's: in its own API, none in the management API.
+    assert rack.get("nodes")["items"] == []
+    inside = rack.cluster()
+    nodes = {n["metadata"]["name"]: n for n in inside.get("nodes")["items"]}
     assert sorted(nodes) == sorted(ALL_MACHINES)
     hosts_used = set()
     for name, machine in ready.items():
@@ -81,7 +84,8 @@ def test_cluster_becomes_ready_with_metalk8s_roles(rack: Rack,
     assert _taint_keys(nodes["demo-infra-1"]) == {ROLE_PREFIX + "infra"}
     assert _taint_keys(nodes["demo-master-1"]) == {ROLE_PREFIX + "master", ROLE_PREFIX + "etcd"}
     # Every node's lease is renewed by its kubelet.
-    leases = {x["metadata"]["name"] for x in rack.get("leases", "-n", "kube-node-lease")["items"]}
+    leases = {x["metadata"]["name"]
+              for x in inside.get("leases", "-n", "kube-node-lease")["items"]}
     assert set(MACHINES) <= leases
 
 

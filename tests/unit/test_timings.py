@@ -37,7 +37,7 @@ def test_defaults_are_unchanged() -> None:
     assert asdict(MaintenanceTimings()) == FLOW_DEFAULTS
     assert asdict(MachineTimings()) == {
         "retry_missing": 10.0, "retry_no_host": 30.0, "retry_drain": 10.0,
-        "retry_terminating": 2.0, "resync": 300.0,
+        "retry_terminating": 2.0, "resync": 300.0, "cluster_unreachable": 10.0,
         "agent_token_seconds": 365 * 24 * 3600}
     assert asdict(GracefulRebootTimings()) == {
         "poll": 5.0, "default_drain_timeout": 600.0, "node_flow": FLOW_DEFAULTS}

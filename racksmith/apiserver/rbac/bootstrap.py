@@ -5,9 +5,11 @@ Owns :func:`bootstrap_objects`: kube-apiserver's user-facing ClusterRoles
 ``system:aggregate-to-*`` roles, Kubernetes' own and Racksmith's), the
 discovery roles every authenticated user has (``system:discovery``,
 ``system:basic-user``, ``system:public-info-viewer``), Racksmith's
-``racksmith:operator`` and the host agents' ``racksmith:agent`` (bound to
+``racksmith:operator``, the host agents' ``racksmith:agent`` (bound to
 the group ``racksmith:agents`` of host identities, which the host restriction
-narrows to each host's own objects), with their bindings. Like
+narrows to each host's own objects) and the kubelets' ``system:node`` (its
+node-side rules, bound to the group ``system:nodes`` of node identities,
+narrowed likewise to each node's own objects), with their bindings. Like
 kube-apiserver's bootstrap policy, an object carrying the annotation
 ``rbac.authorization.kubernetes.io/autoupdate: "false"`` is left as the
 operator changed it; every other one is put back as declared here.
@@ -28,7 +30,11 @@ from __future__ import annotations
 from typing import Any
 
 from racksmith.apiserver.rbac.authorizer import AUTHENTICATED, PRIVILEGED_GROUP, UNAUTHENTICATED
-from racksmith.apiserver.rbac.hostrestriction import AGENT_GROUP, AGENT_SERVICE_ACCOUNT
+from racksmith.apiserver.rbac.hostrestriction import (
+    AGENT_GROUP,
+    AGENT_SERVICE_ACCOUNT,
+    NODES_GROUP,
+)
 from racksmith.apiserver.rbac.rules import RBAC_GROUP
 
 Obj = dict[str, Any]
@@ -52,6 +58,7 @@ ROLE_GROUPS = {"view": "racksmith:viewers", "operator": "racksmith:operators",
                "admin": "racksmith:admins"}
 _ROLE_OF_GROUP = {"view": "view", "operator": "racksmith:operator", "admin": "cluster-admin"}
 AGENT_ROLE = "racksmith:agent"
+NODE_ROLE = "system:node"
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str],
@@ -99,6 +106,20 @@ _CORE_VIEW = ["configmaps", "endpoints", "persistentvolumeclaims", "persistentvo
               "namespaces/status", "resourcequotas", "serviceaccounts"]
 _CORE_EDIT = ["configmaps", "endpoints", "persistentvolumeclaims", "pods", "pods/eviction",
               "replicationcontrollers", "secrets", "serviceaccounts", "services", "events"]
+
+
+def _node_rules() -> list[Obj]:
+    """What a kubelet does (the node side of ``racksmith/agent/kube.py``): its
+    Node and Lease, the pods and Volumes bound to it, StorageClasses."""
+    return [
+        _rule([""], ["nodes"], ["get", "list", "watch", "create", "patch", "update"]),
+        _rule([""], ["nodes/status"], ["get", "patch", "update"]),
+        _rule([""], ["pods"], ["get", "list", "watch"]),
+        _rule([""], ["pods/status"], ["get", "patch", "update"]),
+        _rule(["coordination.k8s.io"], ["leases"], ["get", "create", "patch", "update"]),
+        _rule(["storage.racksmith.io"], ["volumes"], ["get", "list", "watch", "patch"]),
+        _rule(["storage.k8s.io"], ["storageclasses"], ["get", "list", "watch"]),
+    ]
 
 
 def bootstrap_objects() -> list[Obj]:
@@ -153,15 +174,12 @@ def bootstrap_objects() -> list[Obj]:
             # restriction narrows them to the agent's own host
             _rule(["lcm.racksmith.io"], ["lcmmachines"], ["get", "list", "watch"]),
             _rule(["lcm.racksmith.io"], ["lcmmachines/status"], ["get", "patch", "update"]),
-            _rule([""], ["nodes"], ["get", "list", "watch", "create", "patch", "update"]),
-            _rule([""], ["nodes/status"], ["get", "patch", "update"]),
-            _rule([""], ["pods"], ["get", "list", "watch"]),
-            _rule([""], ["pods/status"], ["get", "patch", "update"]),
-            _rule(["coordination.k8s.io"], ["leases"], ["get", "create", "patch", "update"]),
-            _rule(["storage.racksmith.io"], ["volumes"], ["get", "list", "watch", "patch"]),
-            _rule(["storage.k8s.io"], ["storageclasses"], ["get", "list", "watch"]),
+            *_node_rules(),
             _rule([""], ["serviceaccounts/token"], ["create"], [AGENT_SERVICE_ACCOUNT]),
         ]),
+        # a kubelet's certificate (system:node:<node> in system:nodes): the
+        # node side of racksmith:agent, narrowed to its own Node likewise
+        _role(NODE_ROLE, _node_rules()),
         _role("system:discovery", [_paths(
             ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
              "/openapi/*", "/readyz", "/version", "/version/"])]),
@@ -180,6 +198,7 @@ def bootstrap_objects() -> list[Obj]:
         _binding("system:public-info-viewer", "system:public-info-viewer",
                  [_group(AUTHENTICATED), _group(UNAUTHENTICATED)]),
         _binding(AGENT_ROLE, AGENT_ROLE, [_group(AGENT_GROUP)]),
+        _binding(NODE_ROLE, NODE_ROLE, [_group(NODES_GROUP)]),
         # the roles of `racksmith user add --role` (racksmith.apiserver.users)
         *(_binding(group, _ROLE_OF_GROUP[role], [_group(group)])
           for role, group in ROLE_GROUPS.items()),

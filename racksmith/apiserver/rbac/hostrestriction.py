@@ -30,6 +30,15 @@ and this object``):
 * a new token for itself: ``serviceaccounts/token`` of its own
   ServiceAccount, bound to its own LCMMachine (the agent renews its token).
 
+A kubelet's client certificate (user ``system:node:NODE`` in group
+``system:nodes``, the cluster CA's; ``racksmith.apiserver.x509auth``) is a
+*node identity*: a host identity naming its Node and no LCMMachine, bound
+through ``system:nodes`` to the ClusterRole ``system:node`` (the node-side
+rules of ``racksmith:agent``). It is narrowed exactly as a host agent is to
+its Node, its Lease and the pods and Volumes bound to it, and may reach no
+LCMMachine and ask for no token (refusals end ``no relationship found
+between node 'NODE' and this object``, kube's Node authorizer's words).
+
 The decision about a named pod or Volume reads that object (``lookup``); an
 object that does not exist is left to the request (a 404). Creates and
 updates are checked again on the object itself (:meth:`admit`), since a
@@ -50,6 +59,10 @@ Lookup = Callable[[str, str, str, str], Awaitable[Obj | None]]
 
 AGENT_GROUP = "racksmith:agents"
 """The group of every host identity (bound to ClusterRole ``racksmith:agent``)."""
+NODES_GROUP = "system:nodes"
+"""The group of every node identity (bound to ClusterRole ``system:node``)."""
+NODE_USER_PREFIX = "system:node:"
+"""A node identity's user is ``system:node:<node>``."""
 AGENT_SERVICE_ACCOUNT = "racksmith-agent"
 """The ServiceAccount, in a machine's namespace, whose bound tokens the agents carry."""
 LEASE_NAMESPACE = "kube-node-lease"
@@ -70,8 +83,14 @@ _READS = frozenset({"get", "list", "watch"})
 
 def no_relationship(host: HostIdentity) -> str:
     """The end of a refusal (kube's Node authorizer says the same of nodes)."""
+    if host.kubelet:
+        return f"no relationship found between node '{host.node}' and this object"
     return (f"no relationship found between the host agent of LCMMachine "
             f"{host.namespace}/{host.lcm_machine} and this object")
+
+
+def _who(host: HostIdentity) -> str:
+    return "a node" if host.kubelet else "a host agent"
 
 
 def _pins(field_selector: str, field: str, value: str) -> bool:
@@ -105,6 +124,8 @@ class HostRestriction:
         if what in _READ_ANY:
             return verb in _READS
         if what == _LCM:
+            if host.kubelet:
+                return False
             return attrs.namespace == host.namespace and name == host.lcm_machine and (
                 (sub == "" and verb in _READS) or
                 (sub == "status" and verb in ("get", "patch", "update")))
@@ -131,25 +152,26 @@ class HostRestriction:
             obj = await self.lookup(what[0], what[1], attrs.namespace, name)
             return obj is None or _node_name(obj) == host.node
         if what == ("", "serviceaccounts"):
-            return (sub == "token" and verb == "create" and attrs.namespace == host.namespace
+            return (not host.kubelet and sub == "token" and verb == "create"
+                    and attrs.namespace == host.namespace
                     and name == AGENT_SERVICE_ACCOUNT)
         return False
 
     @staticmethod
     def admit(host: HostIdentity, group: str, plural: str, namespace: str, obj: Obj,
               old: Obj | None) -> str | None:
-        """Why the host agent may not write ``obj`` (None: it may)."""
+        """Why the host agent (or node) may not write ``obj`` (None: it may)."""
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
         assert isinstance(meta, Mapping)
         name = str(meta.get("name") or "")
         if (group, plural) == _LEASES and (namespace != LEASE_NAMESPACE or name != host.node):
-            return f"a host agent may only write its own Lease {LEASE_NAMESPACE}/{host.node}"
+            return f"{_who(host)} may only write its own Lease {LEASE_NAMESPACE}/{host.node}"
         if (group, plural) != _NODES:
             return None
         if name != host.node:
-            return f"a host agent may only write its own Node {host.node}"
+            return f"{_who(host)} may only write its own Node {host.node}"
         if _roles(obj) != _roles(old) or _taints(obj) != _taints(old):
-            return (f"a host agent may not change the {ROLE_LABEL_PREFIX}* labels or the "
+            return (f"{_who(host)} may not change the {ROLE_LABEL_PREFIX}* labels or the "
                     f"taints of its Node (the Machine controller sets them)")
         return None
 
@@ -171,6 +193,8 @@ def bound_token_check(host: HostIdentity, body: Obj) -> str | None:
     spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     ref = spec.get("boundObjectRef")
+    if host.kubelet:
+        return "a node may not request ServiceAccount tokens"
     if not isinstance(ref, Mapping) or ref.get("kind") != "LCMMachine" or \
             ref.get("name") != host.lcm_machine or ref.get("uid") not in (None, "", host.uid):
         return (f"a host agent may only request tokens bound to its own LCMMachine "

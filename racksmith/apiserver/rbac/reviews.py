@@ -90,7 +90,7 @@ def review(authorizer: Authorizer, info_group: str, version: str, kind: str, nam
         info: Obj = {"username": user.name, "groups": list(user.groups)}
         if uid:
             info["uid"] = uid
-        if user.host is not None:
+        if user.host is not None and user.host.extra():
             info["extra"] = user.host.extra()
         out["status"] = {"userInfo": info}
         return out

@@ -98,6 +98,9 @@ class Raw:
     lcm: dict[str, Any] | None = None
     node: dict[str, Any] | None = None
     user_data: SecretData | None = None
+    cluster_client: Client | None = None
+    """The controller's Client inside the Machine's cluster (Node, pods,
+    evictions); None: the management client (a SharedPlane's)."""
 
 
 @dataclass
@@ -243,17 +246,17 @@ class Committer:
                 node = copy.deepcopy(raw.node or {})
                 node["metadata"]["labels"] = labels
                 node.setdefault("spec", {})["taints"] = list(taints)
-                await self._update_node(node)
+                await self._update_node(raw, node)
                 return Outcome()
             case CordonNode():
                 node = copy.deepcopy(raw.node or {})
                 node.setdefault("spec", {})["unschedulable"] = True
-                await self._update_node(node)
+                await self._update_node(raw, node)
                 return Outcome(events=[EventSpec("Normal", "Cordoned", f"Node {name}")])
             case EvictPods(pods=pods):
                 evicted = 0
                 for pod in pods:
-                    refusal = await self.client.evict(pod.namespace, pod.name)
+                    refusal = await self._in_cluster(raw).evict(pod.namespace, pod.name)
                     if refusal is not None:
                         return Outcome(
                             conditions=[ConditionSpec.false(
@@ -264,7 +267,7 @@ class Committer:
                 return Outcome(events=[EventSpec(
                     "Normal", "Evicted", f"evicted {evicted} pods from Node {name}")])
             case DeleteNode():
-                await self.client.delete(NODES, None, name)
+                await self._in_cluster(raw).delete(NODES, None, name)
                 return Outcome()
             case DeleteLCMMachine():
                 await self.client.delete(LCMMACHINES, ns, name)
@@ -327,12 +330,15 @@ class Committer:
                                                  f"claimed host {host_name}")])
         return Outcome()
 
-    async def _update_node(self, node: dict[str, Any]) -> None:
+    def _in_cluster(self, raw: Raw) -> Client:
+        return raw.cluster_client if raw.cluster_client is not None else self.client
+
+    async def _update_node(self, raw: Raw, node: dict[str, Any]) -> None:
         """PUT the Node as read (optimistic); a Node gone meanwhile is fine."""
         if not node.get("metadata"):
             return
         try:
-            await self.client.update(NODES, node)
+            await self._in_cluster(raw).update(NODES, node)
         except NotFound:
             return
 

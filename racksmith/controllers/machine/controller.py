@@ -44,11 +44,19 @@ from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import (
     AgentAccess,
     agent_access,
+    file_of,
     token_fresh,
     token_of,
 )
+from racksmith.controlplane.pki import (
+    KUBELET_CLIENT_FILE,
+    ClusterPki,
+    PkiDamaged,
+    issue_kubelet_client,
+    kubelet_client_fresh,
+    parse_pair,
+)
 from racksmith.controlplane.pki import SUFFIXES as PKI_SUFFIXES
-from racksmith.controlplane.pki import ClusterPki, PkiDamaged
 from racksmith.controlplane.pki import secret_name as pki_secret_name
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine, Role
@@ -61,6 +69,7 @@ from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, on_change, owner_keys
+from racksmith.runtime.planes import ClusterPlane, SharedPlane
 from racksmith.runtime.resources import (
     CLUSTERS,
     HOSTS,
@@ -73,7 +82,7 @@ from racksmith.runtime.resources import (
     SECRETS,
     SERVICE_ACCOUNTS,
 )
-from racksmith.runtime.result import Done, Result
+from racksmith.runtime.result import Done, RequeueAfter, Result
 
 CONTROLLER_NAME = "machine"
 ACCESS = (watches(MACHINES, HOSTS, IPAMHOSTS, LCMMACHINES, NODES, CLUSTERS, RELEASES)
@@ -106,6 +115,7 @@ class MachineReconciler:
         timings: MachineTimings | None = None,
         recorder: EventRecorder | None = None,
         control_plane_files: Mapping[str, bytes] | None = None,
+        plane: ClusterPlane | None = None,
     ) -> None:
         self.control_plane_files = dict(control_plane_files or {})
         self.clock: Clock = clock if clock is not None else SystemClock()
@@ -116,6 +126,7 @@ class MachineReconciler:
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, n.COMPONENT, clock=self.clock)).for_component(
             n.COMPONENT, client=self.client)
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.committer = Committer(self.client, self.clock, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
@@ -126,6 +137,10 @@ class MachineReconciler:
             return Done()
         machine = Machine.model_validate(raw_machine)
         observed, raw = await self._observe(machine, raw_machine)
+        if observed is None:
+            # the cluster's API cannot be reached now: its Node is unknown,
+            # and a deleted Machine is never released undrained
+            return RequeueAfter(self.timings.cluster_unreachable)
         step = decide(observed)
         log = self.log.bind(kind="Machine", namespace=key.namespace, name=key.name)
         try:
@@ -134,7 +149,7 @@ class MachineReconciler:
             return Done()  # the Machine went away under a write: its event follows
 
     async def _observe(self, machine: Machine, raw_machine: dict[str, Any]
-                       ) -> tuple[Observed, Raw]:
+                       ) -> tuple[Observed | None, Raw]:
         meta = machine.metadata
         ns, name = meta.namespace or "", meta.name or ""
         raw = Raw(machine=raw_machine)
@@ -163,11 +178,18 @@ class MachineReconciler:
                 hosts.append(host)
                 raw.hosts[host.metadata.name or ""] = item
         raw.ipamhost = await self.client.get(IPAMHOSTS, ns, name)
-        raw.node = await self.client.get(NODES, None, name)
+        inside = await self.plane.client(ObjectKey(ns, machine.spec.cluster_name))
+        if inside is None and deleting and cluster is not None:
+            return None, raw
+        if inside is not None:
+            inside = inside.with_field_manager(n.FIELD_MANAGER)
+            raw.cluster_client = inside
+        # (the Node of a Machine whose Cluster and its API are gone is gone too)
+        raw.node = await inside.get(NODES, None, name) if inside is not None else None
         node = NodeView.from_raw(raw.node) if raw.node is not None else None
         pods: tuple[PodView, ...] = ()
-        if deleting and node is not None:
-            pods = tuple(PodView.from_raw(p) for p in await self.client.list(
+        if deleting and node is not None and inside is not None:
+            pods = tuple(PodView.from_raw(p) for p in await inside.list(
                 PODS, fields={"spec.nodeName": name}, live=True)
                 if (p.get("spec") or {}).get("nodeName") == name)
         raw.user_data = await self._secret(ns, n.user_data_secret(name))
@@ -183,6 +205,9 @@ class MachineReconciler:
                 pki_files = await self._pki_files(ns, machine.spec.cluster_name)
                 init_node = init_machine(await self.client.list(MACHINES, ns, copy=False),
                                          machine.spec.cluster_name)
+            if self.plane.own_apis and not isinstance(pki_files, str):
+                pki_files = await self._kubelet_files(ns, machine.spec.cluster_name, name,
+                                                      pki_files, user_data)
         token = token_of(user_data)
         lcm_uid = (lcm.metadata.uid or "") if lcm is not None else ""
         if not token_fresh(token, lcm_uid, self.clock.wall().timestamp()):
@@ -208,6 +233,27 @@ class MachineReconciler:
             return str(exc)
         return {f"{n.PKI_DIR}/{path}": data for path, data in pki.kubeadm_files().items()} \
             | self.control_plane_files
+
+    async def _kubelet_files(self, namespace: str, cluster: str, node: str,
+                             files: dict[str, bytes] | None, user_data: str | None
+                             ) -> dict[str, bytes] | str:
+        """``files`` with what the node's kubelet needs to reach its cluster's
+        own API (``racksmith.runtime.planes``): the cluster CA certificate and
+        a kubelet client certificate (``system:node:<node>``) — the one the
+        written user data carries while it is sound, else a new one from the
+        cluster CA (``<cluster>-ca``), or why not."""
+        secret = await self.client.get(SECRETS, namespace, pki_secret_name(cluster, "ca"),
+                                       live=True)
+        try:
+            ca = parse_pair(cluster, "ca", secret)
+        except PkiDamaged as exc:
+            return str(exc)
+        kept = file_of(user_data, KUBELET_CLIENT_FILE)
+        if not kubelet_client_fresh(kept, ca, node, self.clock.wall()):
+            kept = issue_kubelet_client(ca, node)
+        assert kept is not None
+        return {**(files or {}), f"{n.PKI_DIR}/ca.crt": ca.cert_pem,
+                KUBELET_CLIENT_FILE: kept}
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret
@@ -263,6 +309,7 @@ def machine_controller(
     timings: MachineTimings | None = None,
     recorder: EventRecorder | None = None,
     control_plane_files: Mapping[str, bytes] | None = None,
+    plane: ClusterPlane | None = None,
 ) -> Controller:
     """The runtime Controller for Machines (see the module docstring).
 
@@ -278,13 +325,16 @@ def machine_controller(
     ``timings``: how long it waits without events (None: the defaults).
     ``recorder``: the process's EventRecorder (None: one of its own); its
     Events come from component ``racksmith-machine``.
+    ``plane``: where its clusters' Nodes and pods are (None: in the
+    management API, ``racksmith.runtime.planes.SharedPlane``).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = MachineReconciler(api_client, default_image=default_image,
                                    agent_secret=agent_secret, clock=clock, logger=logger,
                                    timings=timings, recorder=recorder,
-                                   control_plane_files=control_plane_files)
+                                   control_plane_files=control_plane_files, plane=plane)
     client = reconciler.client
+    plane = reconciler.plane
     keys = MachineKeys(client, namespace)
     owned = owner_keys("Machine", GROUP, controller_only=True)
     sources = [
@@ -293,7 +343,7 @@ def machine_controller(
         client.source(IPAMHOSTS, namespace=namespace, mapper=owned),
         # the agents' heartbeats would reconcile every Machine every 20 s
         client.source(LCMMACHINES, namespace=namespace, mapper=on_change(lcm_change, owned)),
-        client.source(NODES, mapper=keys.node_keys),
+        plane.source(NODES, keys.node_mapper),
         client.source(CLUSTERS, namespace=namespace, mapper=keys.cluster_keys),
         client.source(RELEASES, mapper=keys.release_keys),
     ]

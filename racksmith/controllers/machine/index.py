@@ -21,7 +21,7 @@ from racksmith.controllers.machine.names import RELEASE_ANNOTATION
 from racksmith.controllers.machine.selection import may_be_candidate
 from racksmith.runtime.client import Client
 from racksmith.runtime.informer import field_index, field_index_name
-from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.keys import Mapper, ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, LCMMACHINES, MACHINES
 
 NAME_INDEX = "metadata.name"
@@ -74,6 +74,18 @@ class MachineKeys:
     def node_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A Node ``m`` concerns every Machine named ``m``."""
         return sorted(self._machines(NAME_INDEX, key_of(obj).name))
+
+    def node_mapper(self, cluster: ObjectKey | None, _client: Client) -> Mapper:
+        """Nodes of ``cluster`` → its Machine of the Node's name (None: one
+        API holds every cluster's Nodes, every Machine of that name)."""
+        if cluster is None:
+            return self.node_keys
+
+        def mapper(obj: Mapping[str, Any]) -> list[ObjectKey]:
+            name = key_of(obj).name
+            return [key for key in self._machines(CLUSTER_INDEX, cluster.name,
+                                                  cluster.namespace) if key.name == name]
+        return mapper
 
     def cluster_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A Cluster concerns the Machines of its namespace that join it."""

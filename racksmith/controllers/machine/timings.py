@@ -24,6 +24,8 @@ class MachineTimings:
     """Look again at pods that are terminating on the node being drained."""
     resync: float = 300.0
     """Re-check a Machine at rest (Ready) this often."""
+    cluster_unreachable: float = 10.0
+    """Look again at a deleted Machine whose cluster's API cannot be reached."""
     agent_token_seconds: int = 365 * 24 * 3600
     """Life of the token written into a host's user data (bound to its
     LCMMachine, so deleting the machine revokes it; the agent renews it when
@@ -31,7 +33,7 @@ class MachineTimings:
 
     def __post_init__(self) -> None:
         if min(self.retry_missing, self.retry_no_host, self.retry_drain,
-               self.retry_terminating, self.resync) <= 0:
+               self.retry_terminating, self.resync, self.cluster_unreachable) <= 0:
             raise ValueError("machine timings must be > 0")
         if self.agent_token_seconds < 600:
             raise ValueError("agent_token_seconds must be at least 600 (the API's minimum)")

@@ -58,6 +58,19 @@ def token_of(user_data: str | None) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
+def file_of(user_data: str | None, path: str) -> bytes | None:
+    """The content of file ``path`` in user data this module rendered (None:
+    not there)."""
+    try:
+        document = yaml.safe_load((user_data or "").removeprefix("#cloud-config\n"))
+        for entry in document["write_files"]:
+            if entry.get("path") == path and entry.get("encoding") == "b64":
+                return base64.b64decode(entry["content"], validate=True)
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError):
+        return None
+    return None
+
+
 def token_fresh(token: str | None, lcm_uid: str, now: float) -> bool:
     """Is ``token`` bound to the LCMMachine of uid ``lcm_uid`` and not yet due
     for renewal at ``now`` (Unix seconds)? Reads the claims only (the API

@@ -50,9 +50,8 @@ class _Attempts:
 class Drainer:
     """Evicts pods with back-off and remembers why they were refused."""
 
-    def __init__(self, client: Client, timings: MaintenanceTimings,
+    def __init__(self, timings: MaintenanceTimings,
                  recorder: EventRecorder | None = None) -> None:
-        self.client = client
         self.timings = timings
         self.recorder = recorder
         self._attempts: dict[tuple[str, str], _Attempts] = {}
@@ -76,34 +75,35 @@ class Drainer:
                 del self._attempts[key]
         return tuple(sorted(out, key=lambda p: (p.namespace, p.name)))
 
-    async def evict(self, node: str, pods: Iterable[PodView], now: datetime) -> list[str]:
-        """Evict each pod once; returns a line per pod for the log."""
+    async def evict(self, client: Client, node: str, pods: Iterable[PodView],
+                    now: datetime, recorder: EventRecorder | None = None) -> list[str]:
+        """Evict each pod once through ``client`` (inside the node's cluster),
+        recording the Events about the Node with ``recorder`` (None: the
+        drainer's); returns a line per pod for the log."""
+        recorder = recorder if recorder is not None else self.recorder
         done: list[str] = []
         for pod in pods:
             key = (pod.namespace, pod.name)
-            refused = await self.client.evict(pod.namespace, pod.name)
+            refused = await client.evict(pod.namespace, pod.name)
             if refused is None:
                 self._attempts.pop(key, None)
                 done.append(f"evicted {pod.namespace}/{pod.name}")
-                await self._event(node, "Normal", EVICTED,
+                await _event(recorder, node, "Normal", EVICTED,
                                   f"evicted pod {pod.namespace}/{pod.name}")
                 continue
-            refusal = await self.name_budget(pod.namespace, pod.name, refused)
+            refusal = await self.name_budget(client, pod.namespace, pod.name, refused)
             count = (self._attempts[key].count if key in self._attempts else 0) + 1
             retry_at = now + timedelta(seconds=eviction_backoff(count, self.timings))
             self._attempts[key] = _Attempts(node, count, retry_at, refusal)
             done.append(f"eviction of {pod.namespace}/{pod.name} refused: {refusal.reason}")
             budget = f" (PodDisruptionBudget {pod.namespace}/{refusal.pdb})" if refusal.pdb else ""
-            await self._event(node, "Warning", EVICTION_REFUSED,
+            await _event(recorder, node, "Warning", EVICTION_REFUSED,
                               f"eviction of pod {pod.namespace}/{pod.name} refused{budget}: "
                               f"{refusal.reason}")
         return done
 
-    async def _event(self, node: str, type_: str, reason: str, message: str) -> None:
-        if self.recorder is not None:
-            await self.recorder.record(node_ref(node), type_, reason, message)
-
-    async def name_budget(self, namespace: str, pod: str, refused: TooManyRequests) -> Refusal:
+    async def name_budget(self, client: Client, namespace: str, pod: str,
+                          refused: TooManyRequests) -> Refusal:
         """The refusal with the PodDisruptionBudget named when it can be found."""
         budget_causes = [c.message for c in refused.causes
                          if c.reason == "DisruptionBudget" and c.message]
@@ -114,13 +114,19 @@ class Drainer:
             found = _BUDGET_NAME.search(text + " ")
             if found:
                 return Refusal(reason, found.group(1))
-        raw = await self.client.get(PODS, namespace, pod)
+        raw = await client.get(PODS, namespace, pod)
         labels = ((raw or {}).get("metadata") or {}).get("labels") or {}
-        for pdb in await self.client.list(PDBS, namespace):
+        for pdb in await client.list(PDBS, namespace):
             selector = (pdb.get("spec") or {}).get("selector")
             if selector and selector_matches(selector, labels):
                 return Refusal(reason, str((pdb.get("metadata") or {}).get("name")))
         return Refusal(reason)
+
+
+async def _event(recorder: EventRecorder | None, node: str, type_: str, reason: str,
+                 message: str) -> None:
+    if recorder is not None:
+        await recorder.record(node_ref(node), type_, reason, message)
 
 
 def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

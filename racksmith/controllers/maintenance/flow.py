@@ -90,6 +90,8 @@ from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import field_index, field_index_name
+from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.planes import ClusterPlane, ClusterUnavailable, SharedPlane
 from racksmith.runtime.resources import (
     CLUSTERS,
     HOSTS,
@@ -125,17 +127,29 @@ class NodeMaintenance:
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
                  logger: Any = None, timings: MaintenanceTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None,
+                 plane: ClusterPlane | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
-        self.client.add_index(NODE_LOCKS, field_index_name(NODE_NAME), field_index(NODE_NAME))
-        self.client.add_index(PODS, field_index_name(NODE_NAME), field_index(NODE_NAME))
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
-        self.drainer = Drainer(self.client, self.timings, self.recorder)
+        self.drainer = Drainer(self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")
+
+    # --- the cluster's API ------------------------------------------------------------
+
+    async def inside(self, job: NodeJob) -> Client:
+        """The flow's Client inside ``job``'s cluster; raises
+        ``ClusterUnavailable`` (an ``ApiError``: the caller retries) while it
+        cannot be worked in."""
+        key = ObjectKey(job.namespace, job.cluster)
+        client = await self.plane.client(key)
+        if client is None:
+            raise ClusterUnavailable(key)
+        return _indexed(client.with_field_manager(FIELD_MANAGER))
 
     # --- the flow -------------------------------------------------------------------
 
@@ -151,14 +165,15 @@ class NodeMaintenance:
         """
         log = self.log.bind(kind="NodeMaintenanceRequest", name=job.node, owner=job.owner)
         progress: NodeProgress | None = None
+        inside = await self.inside(job)
         for _ in range(MAX_ACTIONS):
-            observed = await self.observe(job)
+            observed = await self.observe(job, inside=inside)
             decision = decide(observed)
             if isinstance(decision.action, StartDrain | Evict):
                 # A workload controller may have created its lock a moment
                 # ago (the cache can be behind): the step a lock must be
                 # able to stop is decided again on a live read of the locks.
-                observed = await self.observe(job, live_locks=True)
+                observed = await self.observe(job, live_locks=True, inside=inside)
                 decision = decide(observed)
             if progress is not None:
                 refused = _refused(progress, decision.progress, self.timings)
@@ -173,7 +188,7 @@ class NodeMaintenance:
                 log.info("node maintenance", state=str(decision.progress.state),
                          message=decision.progress.message)
             progress = decision.progress
-            await self._act(job, observed, decision.action, log)
+            await self._act(inside, job, observed, decision.action, log)
         assert progress is not None
         return replace(progress, requeue=0.0)
 
@@ -182,34 +197,42 @@ class NodeMaintenance:
 
         Idempotent: a request already gone is fine.
         """
-        raw = await self.client.get(NMRS, None, job.node)
+        inside = await self.inside(job)
+        raw = await inside.get(NMRS, None, job.node)
         if raw is None or _labels(raw).get(OWNER_LABEL) != job.owner:
             return
-        await self.client.delete(NMRS, None, job.node)
+        await inside.delete(NMRS, None, job.node)
         self.log.info("node maintenance finished", name=job.node, owner=job.owner)
 
     async def release(self, owner: str) -> list[str]:
         """End every maintenance of ``owner`` at once (the owner is gone): uncordon the
         nodes it cordoned and delete its requests. Idempotent."""
         done: list[str] = []
-        for raw in await self.client.list(NMRS, labels={OWNER_LABEL: owner}):
-            done.extend(await self._release_request(raw))
+        for _cluster, client in await self.plane.clients():
+            inside = _indexed(client.with_field_manager(FIELD_MANAGER))
+            for raw in await inside.list(NMRS, labels={OWNER_LABEL: owner}):
+                done.extend(await self._release_request(inside, raw))
         return done
 
     # --- observing --------------------------------------------------------------------
 
-    async def observe(self, job: NodeJob, *, live_locks: bool = False) -> NodeObserved:
+    async def observe(self, job: NodeJob, *, live_locks: bool = False,
+                      inside: Client | None = None) -> NodeObserved:
         """One snapshot of everything ``decide`` looks at (``live_locks``: the
-        NodeWorkloadLocks read from the API, not the cache)."""
+        NodeWorkloadLocks read from the API, not the cache): the node-side
+        objects from the cluster's API (``inside``: its Client, read when
+        not given), the Machine, LCMMachine and host from the management API."""
         now = self.clock.wall()
-        raw_node = await self.client.get(NODES, None, job.node)
+        if inside is None:
+            inside = await self.inside(job)
+        raw_node = await inside.get(NODES, None, job.node)
         node = node_view(raw_node) if raw_node is not None else None
-        raw_req = await self.client.get(NMRS, None, job.node)
+        raw_req = await inside.get(NMRS, None, job.node)
         request = None
         if raw_req is not None:
             request = RequestView(_labels(raw_req).get(OWNER_LABEL), _annotations(raw_req))
-        locks = tuple(lock_view(raw) for raw in await self._locks(job.node, live_locks))
-        pods = self.drainer.views(job.node, await self._pods(job.node)) \
+        locks = tuple(lock_view(raw) for raw in await _locks(inside, job.node, live_locks))
+        pods = self.drainer.views(job.node, await _pods(inside, job.node)) \
             if raw_node is not None else ()
         raw_machine = await self.client.get(MACHINES, job.namespace, job.machine)
         machine_release = _annotations(raw_machine).get(RELEASE_ANNOTATION) \
@@ -229,74 +252,59 @@ class NodeMaintenance:
             lcm=lcm_view(raw_lcm) if raw_lcm is not None else None,
             bmh=bmh, bmh_reboot_pending=pending, timings=self.timings)
 
-    async def _locks(self, node: str, live: bool = False) -> list[dict[str, Any]]:
-        items = await self.client.list(NODE_LOCKS, fields={NODE_NAME: node}, live=live)
-        return [i for i in items if (i.get("spec") or {}).get("nodeName") == node]
-
-    async def _pods(self, node: str) -> list[dict[str, Any]]:
-        items = await self.client.list(PODS, fields={NODE_NAME: node})
-        return [p for p in items if (p.get("spec") or {}).get("nodeName") == node]
-
     # --- acting -------------------------------------------------------------------------
 
-    async def _act(self, job: NodeJob, observed: NodeObserved, action: Action,
-                   log: Any) -> None:
+    async def _act(self, inside: Client, job: NodeJob, observed: NodeObserved,
+                   action: Action, log: Any) -> None:
         now = observed.now
         match action:
             case CreateRequest(was_unschedulable=was):
                 try:
-                    await self.client.create(NMRS, request_body(job, was))
+                    await inside.create(NMRS, request_body(job, was))
                 except AlreadyExists:
                     log.debug("a request for the node exists already, deciding again")
                     return
                 log.info("maintenance requested", was_unschedulable=was)
             case Cordon(mark=mark):
                 meta: dict[str, Any] = {"annotations": {CORDONED_BY: job.owner}} if mark else {}
-                await self._patch(NODES, job.node, {"metadata": meta,
-                                                    "spec": {"unschedulable": True}})
+                await _patch(inside, NODES, job.node, {"metadata": meta,
+                                                       "spec": {"unschedulable": True}})
                 log.info("node cordoned")
             case StartDrain(at=at):
-                await self._annotate_request(job, {DRAIN_STARTED: rfc3339(at)})
+                await _annotate_request(inside, job, {DRAIN_STARTED: rfc3339(at)})
             case Evict(pods=pods):
-                for line in await self.drainer.evict(job.node, pods, now):
+                for line in await self.drainer.evict(inside, job.node, pods, now,
+                                                     self._recorder(inside)):
                     log.info(line)
             case SetRelease(release=release):
-                await self._patch(MACHINES, job.machine, {"metadata": {"annotations": {
+                await _patch(self.client, MACHINES, job.machine, {"metadata": {"annotations": {
                     RELEASE_ANNOTATION: release}}}, job.namespace)
                 log.info("machine release set", release=release)
             case RecordReboot(boot_id=boot_id):
-                await self._annotate_request(job, {REBOOT_BOOT_ID: boot_id,
-                                                   REBOOT_REQUESTED: None})
+                await _annotate_request(inside, job, {REBOOT_BOOT_ID: boot_id,
+                                                      REBOOT_REQUESTED: None})
                 log.info("reboot recorded", boot_id=boot_id)
             case RequestReboot(bmh=bmh, at=at):
                 # The request is written first: a crash in between is covered by the
                 # repeat after ``timings.reboot_retry``.
-                await self._annotate_request(job, {REBOOT_REQUESTED: rfc3339(at)})
-                await self._patch(HOSTS, bmh, {"metadata": {
+                await _annotate_request(inside, job, {REBOOT_REQUESTED: rfc3339(at)})
+                await _patch(self.client, HOSTS, bmh, {"metadata": {
                     "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}}, job.namespace)
                 log.info("reboot requested", bmh=bmh)
             case Uncordon(keep_cordoned=keep):
                 body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
                 if not keep:
                     body["spec"] = {"unschedulable": False}
-                await self._patch(NODES, job.node, body)
+                await _patch(inside, NODES, job.node, body)
                 log.info("node uncordoned", kept_cordoned=keep)
             case _:
                 raise AssertionError(f"unexpected action {action!r}")
-        await self.recorder.record_all(node_ref(job.node), action_events(job, action))
+        await self._recorder(inside).record_all(node_ref(job.node), action_events(job, action))
 
-    async def _annotate_request(self, job: NodeJob, annotations: dict[str, str | None]
-                                ) -> None:
-        await self._patch(NMRS, job.node, {"metadata": {"annotations": annotations}})
-
-    async def _patch(self, resource: Any, name: str, body: dict[str, Any],
-                     namespace: str | None = None) -> bool:
-        """Merge-patch (RFC 7386: ``None`` removes a key); False if the object is gone."""
-        try:
-            await self.client.patch(resource, namespace, name, body)
-        except NotFound:
-            return False
-        return True
+    def _recorder(self, inside: Client) -> EventRecorder:
+        """The Events about a Node go to its cluster's API (with the flow's
+        identity there), sharing the process's repeat cache."""
+        return self.recorder.for_component(COMPONENT, client=inside)
 
     def _log_state(self, log: Any, before: NodeProgress | None, now: NodeProgress) -> None:
         if before is None or before.state != now.state:
@@ -321,9 +329,21 @@ class NodeMaintenance:
         """
         alive = self._alive_predicate(owners_alive)
         done: list[str] = []
+        for cluster, client in await self.plane.clients():
+            done.extend(await self._sweep(cluster, _indexed(client.with_field_manager(
+                FIELD_MANAGER)), alive))
+        for line in done:
+            self.log.info("maintenance sweep", action=line)
+        return done
+
+    async def _sweep(self, cluster: ObjectKey | None, inside: Client,
+                     alive: Callable[[str], Any]) -> list[str]:
+        """``sweep`` in one cluster's API (``cluster`` None: the one API of a
+        SharedPlane)."""
+        done: list[str] = []
         nodes = {str((n.get("metadata") or {}).get("name")): n
-                 for n in await self.client.list(NODES)}
-        requests = await self.client.list(NMRS)
+                 for n in await inside.list(NODES)}
+        requests = await inside.list(NMRS)
         by_node: dict[str, str | None] = {}
         released: set[str] = set()
         for raw in requests:
@@ -337,29 +357,29 @@ class NodeMaintenance:
                 exists = namespace is not None and await self.client.get(
                     MACHINES, namespace, machine) is not None
                 if not exists:
-                    await self.client.delete(NMRS, None, name)
+                    await inside.delete(NMRS, None, name)
                     done.append(f"deleted NodeMaintenanceRequest {name}: node and machine gone")
                     continue
             if owner is not None and not await alive(owner):
-                done.extend(await self._release_request(raw, nodes.get(node)))
+                done.extend(await self._release_request(inside, raw, nodes.get(node)))
                 released.add(node)
                 continue
             by_node[node] = owner
-        for raw in await self.client.list(NODE_LOCKS):
+        for raw in await inside.list(NODE_LOCKS):
             node = str((raw.get("spec") or {}).get("nodeName") or "")
             if node and node not in nodes:
                 name = str((raw.get("metadata") or {}).get("name"))
-                await self.client.delete(NODE_LOCKS, None, name)
+                await inside.delete(NODE_LOCKS, None, name)
                 done.append(f"deleted NodeWorkloadLock {name}: node {node} gone")
         for name, raw_node in nodes.items():
             owner = _annotations(raw_node).get(CORDONED_BY)
             if owner is None or by_node.get(name) == owner or name in released:
                 continue
-            await self._patch(NODES, name, {"metadata": {"annotations": {CORDONED_BY: None}},
-                                            "spec": {"unschedulable": False}})
+            await _patch(inside, NODES, name, {"metadata": {"annotations": {CORDONED_BY: None}},
+                                               "spec": {"unschedulable": False}})
             done.append(f"uncordoned Node {name}: left cordoned by {owner} without a request")
-        for line in done:
-            self.log.info("maintenance sweep", action=line)
+        if cluster is not None:
+            done = [f"{line} (cluster {cluster})" for line in done]
         return done
 
     def _alive_predicate(self, owners_alive: OwnersAlive | None) -> Callable[[str], Any]:
@@ -399,23 +419,55 @@ class NodeMaintenance:
             return await self.client.get(REBOOTS, namespace, name) is not None
         return True
 
-    async def _release_request(self, raw: dict[str, Any],
+    async def _release_request(self, inside: Client, raw: dict[str, Any],
                                raw_node: dict[str, Any] | None = None) -> list[str]:
         done: list[str] = []
         name = str((raw.get("metadata") or {}).get("name"))
         node = str((raw.get("spec") or {}).get("nodeName") or name)
         owner = _labels(raw).get(OWNER_LABEL)
         if raw_node is None:
-            raw_node = await self.client.get(NODES, None, node)
+            raw_node = await inside.get(NODES, None, node)
         if raw_node is not None and owner and _annotations(raw_node).get(CORDONED_BY) == owner:
             body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
             if _annotations(raw).get(WAS_UNSCHEDULABLE) != "true":
                 body["spec"] = {"unschedulable": False}
-            await self._patch(NODES, node, body)
+            await _patch(inside, NODES, node, body)
             done.append(f"uncordoned Node {node}: owner {owner} gone")
-        await self.client.delete(NMRS, None, name)
+        await inside.delete(NMRS, None, name)
         done.append(f"deleted NodeMaintenanceRequest {name}: owner {owner} gone")
         return done
+
+
+def _indexed(client: Client) -> Client:
+    """``client`` with the indexes the flow reads by (idempotent)."""
+    client.add_index(NODE_LOCKS, field_index_name(NODE_NAME), field_index(NODE_NAME))
+    client.add_index(PODS, field_index_name(NODE_NAME), field_index(NODE_NAME))
+    return client
+
+
+async def _locks(inside: Client, node: str, live: bool = False) -> list[dict[str, Any]]:
+    items = await inside.list(NODE_LOCKS, fields={NODE_NAME: node}, live=live)
+    return [i for i in items if (i.get("spec") or {}).get("nodeName") == node]
+
+
+async def _pods(inside: Client, node: str) -> list[dict[str, Any]]:
+    items = await inside.list(PODS, fields={NODE_NAME: node})
+    return [p for p in items if (p.get("spec") or {}).get("nodeName") == node]
+
+
+async def _annotate_request(inside: Client, job: NodeJob,
+                            annotations: dict[str, str | None]) -> None:
+    await _patch(inside, NMRS, job.node, {"metadata": {"annotations": annotations}})
+
+
+async def _patch(client: Client, resource: Any, name: str, body: dict[str, Any],
+                 namespace: str | None = None) -> bool:
+    """Merge-patch (RFC 7386: ``None`` removes a key); False if the object is gone."""
+    try:
+        await client.patch(resource, namespace, name, body)
+    except NotFound:
+        return False
+    return True
 
 
 def _refused(before: NodeProgress, after: NodeProgress, timings: MaintenanceTimings

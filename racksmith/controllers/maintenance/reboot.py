@@ -74,7 +74,14 @@ from racksmith.runtime.conditions import ConditionSpec, set_condition
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
-from racksmith.runtime.keys import ObjectKey, key_of
+from racksmith.runtime.keys import Mapper, ObjectKey, key_of
+from racksmith.runtime.planes import (
+    ClusterMapper,
+    ClusterPlane,
+    ClusterUnavailable,
+    SharedPlane,
+    the_cluster,
+)
 from racksmith.runtime.resources import (
     CLUSTERS,
     LCMMACHINES,
@@ -131,9 +138,24 @@ class RequestKeys:
         key = key_of(obj)
         return [k for k in self.of_node(key.name) if k.namespace == key.namespace]
 
+    @staticmethod
+    def lcm_cluster_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """An LCMMachine concerns the request named after its cluster."""
+        cluster = (obj.get("spec") or {}).get("clusterName")
+        return [ObjectKey(key_of(obj).namespace, str(cluster))] if cluster else []
+
     def lock_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         node = (obj.get("spec") or {}).get("nodeName")
         return self.of_node(str(node)) if node else []
+
+    @staticmethod
+    def in_cluster(by_node: Mapper) -> ClusterMapper:
+        """An object of a cluster's own API concerns the request named after
+        that cluster (a GracefulRebootRequest is the cluster's namesake);
+        in a SharedPlane's one API, ``by_node``'s request."""
+        def mapper(cluster: ObjectKey | None, _client: Client) -> Mapper:
+            return by_node if cluster is None else the_cluster(cluster)
+        return mapper
 
 
 def request_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
@@ -152,14 +174,17 @@ class GracefulRebootReconciler:
 
     def __init__(self, api_client: Any, *, clock: Clock | None = None,
                  logger: Any = None, timings: GracefulRebootTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None,
+                 plane: ClusterPlane | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance.reboot")
         self.timings = timings if timings is not None else GracefulRebootTimings()
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.flow = NodeMaintenance(api_client, clock=self.clock, logger=self.log,
-                                    timings=self.timings.node_flow, recorder=recorder)
+                                    timings=self.timings.node_flow, recorder=recorder,
+                                    plane=self.plane)
 
     async def reconcile(self, key: ObjectKey) -> Result:
         owner = reboot_owner(key.namespace, key.name)
@@ -177,7 +202,7 @@ class GracefulRebootReconciler:
         status = request.status or GracefulRebootRequestStatus()
         known = {p.name: p for p in status.machines}
         done = {n for n, p in known.items() if p.state == DONE}
-        current = await self._current(owner)
+        current = await self._current(key, owner)
         if current is not None and current not in order:
             current = None  # removed from the request meanwhile: let it go
             for line in await self.flow.release(owner):
@@ -216,8 +241,13 @@ class GracefulRebootReconciler:
                 out.append(machine)
         return out
 
-    async def _current(self, owner: str) -> str | None:
-        for raw in await self.client.list(NMRS, labels={OWNER_LABEL: owner}):
+    async def _current(self, key: ObjectKey, owner: str) -> str | None:
+        """The machine whose NodeMaintenanceRequest ``owner`` holds in cluster
+        ``key`` (its API: raises ``ClusterUnavailable`` while unreachable)."""
+        inside = await self.plane.client(key)
+        if inside is None:
+            raise ClusterUnavailable(key)
+        for raw in await inside.list(NMRS, labels={OWNER_LABEL: owner}):
             labels = (raw.get("metadata") or {}).get("labels") or {}
             if labels.get(OWNER_LABEL) != owner:
                 continue
@@ -326,24 +356,31 @@ def _comparable(status: GracefulRebootRequestStatus) -> Any:
 def graceful_reboot_controller(api_client: Any, *, workers: int = 1,
                                clock: Clock | None = None, logger: Any = None,
                                timings: GracefulRebootTimings | None = None,
-                               recorder: EventRecorder | None = None) -> Controller:
+                               recorder: EventRecorder | None = None,
+                               plane: ClusterPlane | None = None) -> Controller:
     """The runtime Controller for GracefulRebootRequests (see the module docstring).
 
     ``timings``: its waits and its node flow's (None: the defaults).
     ``recorder``: the process's EventRecorder, for its node flow's Events
     (None: one of its own).
+    ``plane``: where the clusters' Nodes, requests, locks and pods are
+    (None: the management API).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = GracefulRebootReconciler(api_client, clock=clock, logger=logger,
-                                          timings=timings, recorder=recorder)
+                                          timings=timings, recorder=recorder, plane=plane)
     client = reconciler.client
+    plane_ = reconciler.plane
     keys = RequestKeys(client)
+    in_cluster = RequestKeys.in_cluster
     sources = [
         client.source(REBOOTS),
-        client.source(NMRS, mapper=request_keys),
-        client.source(NODES, mapper=keys.node_keys),
-        client.source(LCMMACHINES, mapper=keys.lcm_keys),
-        client.source(NODE_LOCKS, mapper=keys.lock_keys),
-        client.source(PODS, mapper=keys.lock_keys),  # a pod of the node goes: drain on
+        plane_.source(NMRS, in_cluster(request_keys)),
+        plane_.source(NODES, in_cluster(keys.node_keys)),
+        client.source(LCMMACHINES, mapper=keys.lcm_keys if isinstance(plane_, SharedPlane)
+                      else RequestKeys.lcm_cluster_keys),
+        plane_.source(NODE_LOCKS, in_cluster(keys.lock_keys)),
+        # a pod of the node goes: drain on
+        plane_.source(PODS, in_cluster(keys.lock_keys)),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)

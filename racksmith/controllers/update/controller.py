@@ -40,7 +40,7 @@ object that is gone under a write ends the reconcile.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -104,7 +104,8 @@ from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
 from racksmith.runtime.events import EventRecorder, object_ref
-from racksmith.runtime.keys import ObjectKey, key_of, on_change
+from racksmith.runtime.keys import Mapper, ObjectKey, key_of, on_change
+from racksmith.runtime.planes import ClusterMapper, ClusterPlane, SharedPlane, the_cluster
 from racksmith.runtime.resources import (
     AUTOPAUSES,
     BACKUPS,
@@ -225,6 +226,8 @@ class World:
     groups: list[GroupPolicy]
     plans: list[tuple[dict[str, Any], ClusterUpdatePlan]]
     nmr_owners: dict[str, str]
+    inside: Client
+    """The controller's Client inside the cluster (its requests, locks, Nodes)."""
 
 
 def _parse(model: Any, raw: dict[str, Any]) -> Any:
@@ -241,8 +244,10 @@ class UpdateReconciler:
                  clock: Clock | None = None, logger: Any = None,
                  timings: UpdateTimings | None = None,
                  recorder: EventRecorder | None = None,
-                 backup_before_update: bool = False) -> None:
+                 backup_before_update: bool = False,
+                 plane: ClusterPlane | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.flow = flow
         self.backup_before_update = backup_before_update
         self.timings = timings if timings is not None else UpdateTimings()
@@ -266,12 +271,16 @@ class UpdateReconciler:
             return Done()  # the plan went away under a write: its delete event follows
 
     async def _reconcile(self, key: ObjectKey, cluster: Cluster) -> Result:
-        world = await self._observe(key, cluster)
+        inside = await self.plane.client(key)
+        if inside is None:
+            # only this cluster's update waits for its API
+            return RequeueAfter(self.timings.active_requeue)
+        world = await self._observe(key, cluster, inside.with_field_manager(FIELD_MANAGER))
         if await self._ensure_groups(key, cluster, world):
             return RequeueAfter(0.0)
         active = [(r, p) for r, p in world.plans if not decide.is_completed(p)]
-        await self._drop_orphan_cmr(key, {plan_owner(key.namespace, p.metadata.name or "")
-                                          for _, p in active})
+        await self._drop_orphan_cmr(key, world.inside, {
+            plan_owner(key.namespace, p.metadata.name or "") for _, p in active})
         target = cluster.spec.release
         if active:
             raw, plan = min(active, key=lambda rp: rp[0]["metadata"].get(
@@ -282,7 +291,7 @@ class UpdateReconciler:
                 self.log.info("replacing stale plan", kind="ClusterUpdatePlan",
                               namespace=key.namespace, name=plan.metadata.name,
                               target=plan.spec.target, wanted=target)
-                await self.client.delete(CMRS, None, cmr_name(key.namespace, key.name))
+                await world.inside.delete(CMRS, None, cmr_name(key.namespace, key.name))
                 await self.client.delete(PLANS, key.namespace, plan.metadata.name or "")
                 return RequeueAfter(0.0)
             return await self._drive(key, world, raw, plan)
@@ -296,7 +305,7 @@ class UpdateReconciler:
 
     # --- reading ------------------------------------------------------------------
 
-    async def _observe(self, key: ObjectKey, cluster: Cluster) -> World:
+    async def _observe(self, key: ObjectKey, cluster: Cluster, inside: Client) -> World:
         # Read-only lists are not copied (copy=False): they are only parsed
         # into models; the plans are copied, a write starts from them.
         ns = key.namespace
@@ -311,7 +320,7 @@ class UpdateReconciler:
             if lcm is not None:
                 lcms[lcm.metadata.name or ""] = lcm
         nmr_owners: dict[str, str] = {}
-        for r in await self.client.list(NMRS, copy=False):
+        for r in await inside.list(NMRS, copy=False):
             node = str((r.get("spec") or {}).get("nodeName") or r["metadata"]["name"])
             nmr_owners[node] = str((r["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
         machines: list[MachineView] = []
@@ -337,7 +346,7 @@ class UpdateReconciler:
             p = _parse(ClusterUpdatePlan, r)
             if p is not None and p.spec.cluster == key.name:
                 plans.append((r, p))
-        return World(cluster, machines, policies, plans, nmr_owners)
+        return World(cluster, machines, policies, plans, nmr_owners, inside)
 
     def _per_machine(self, world: World) -> tuple[float, str]:
         found = decide.estimate_from(p for _, p in world.plans)
@@ -409,17 +418,18 @@ class UpdateReconciler:
                 f"{', '.join(s.id for s in spec.steps)}")
         return True
 
-    async def _drop_orphan_cmr(self, key: ObjectKey, owners: set[str]) -> None:
+    async def _drop_orphan_cmr(self, key: ObjectKey, inside: Client, owners: set[str]
+                               ) -> None:
         """Delete the cluster's CMR left by a plan that is no longer active."""
         name = cmr_name(key.namespace, key.name)
-        cmr = await self.client.get(CMRS, None, name)
+        cmr = await inside.get(CMRS, None, name)
         if cmr is None:
             return
         owner = str((cmr["metadata"].get("labels") or {}).get(OWNER_LABEL) or "")
         mine = owner.startswith(f"{PLAN_OWNER_PREFIX}.") \
             or hashed_owner_prefix(owner) == PLAN_OWNER_PREFIX
         if mine and owner not in owners:
-            await self.client.delete(CMRS, None, name)
+            await inside.delete(CMRS, None, name)
             self.log.info("cluster maintenance ended", kind="ClusterMaintenanceRequest",
                           name=name, owner=owner)
 
@@ -445,11 +455,11 @@ class UpdateReconciler:
         active = await self.alerts.firing()
         return sorted(wanted & active), self.alerts.last_error
 
-    async def _cluster_locks(self) -> tuple[bool, str | None]:
-        """(every ClusterWorkloadLock inactive, the failed ones' message)."""
+    async def _cluster_locks(self, inside: Client) -> tuple[bool, str | None]:
+        """(every ClusterWorkloadLock of the cluster inactive, the failed ones' message)."""
         ready = True
         failed: list[str] = []
-        for r in await self.client.list(CLUSTER_LOCKS):
+        for r in await inside.list(CLUSTER_LOCKS):
             status = r.get("status") or {}
             state = status.get("state") or LockState.ACTIVE.value
             if state != LockState.INACTIVE.value:
@@ -464,20 +474,23 @@ class UpdateReconciler:
         for m in world.machines:
             if not m.is_etcd:
                 continue
-            if m.nmr_owner is not None or not await self._node_ready(m.name):
+            if m.nmr_owner is not None or not await self._node_ready(world.inside, m.name):
                 return False
         return True
 
-    async def _node_ready(self, name: str) -> bool:
+    @staticmethod
+    async def _node_ready(inside: Client, name: str) -> bool:
         """The Node exists and its Ready condition is True."""
-        node = await self.client.get(NODES, None, name)
+        node = await inside.get(NODES, None, name)
         conditions = ((node or {}).get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    async def _create(self, resource: Any, body: dict[str, Any]) -> bool:
-        """Create ``body``; False when it exists already."""
+    async def _create(self, resource: Any, body: dict[str, Any],
+                      client: Client | None = None) -> bool:
+        """Create ``body`` (through ``client``; None: the management API);
+        False when it exists already."""
         try:
-            await self.client.create(resource, body)
+            await (client if client is not None else self.client).create(resource, body)
         except AlreadyExists:
             return False
         return True
@@ -517,15 +530,16 @@ class UpdateReconciler:
         return name, ("BackupPending", f"waiting for ControlPlaneBackup {name} "
                       f"({phase or 'Pending'})")
 
-    async def _ensure_cmr(self, key: ObjectKey, owner: str, target: str) -> None:
+    async def _ensure_cmr(self, key: ObjectKey, inside: Client, owner: str, target: str
+                          ) -> None:
         name = cmr_name(key.namespace, key.name)
-        if await self.client.get(CMRS, None, name) is not None:
+        if await inside.get(CMRS, None, name) is not None:
             return
         await self._create(CMRS, {
             "apiVersion": CMR_API_VERSION, "kind": "ClusterMaintenanceRequest",
             "metadata": {"name": name, "labels": {OWNER_LABEL: owner, CLUSTER_LABEL: key.name},
                          "annotations": {NAMESPACE_ANNOTATION: key.namespace}},
-            "spec": {"scope": MaintenanceScope.OS.value, "release": target}})
+            "spec": {"scope": MaintenanceScope.OS.value, "release": target}}, inside)
         self.log.info("cluster maintenance requested", kind="ClusterMaintenanceRequest",
                       name=name, owner=owner, release=target)
 
@@ -570,8 +584,8 @@ class UpdateReconciler:
         if self.backup_before_update and (wants_start or (plan.status and plan.status.backup)):
             backup, backup_waiting = await self._pre_update_backup(key, plan, world)
         if wants_start and backup_waiting is None:
-            await self._ensure_cmr(key, owner, target)
-            locks_ok, lock_failed = await self._cluster_locks()
+            await self._ensure_cmr(key, world.inside, owner, target)
+            locks_ok, lock_failed = await self._cluster_locks(world.inside)
             hold = (world.cluster.spec.update.on_drain_timeout == DrainTimeoutAction.PAUSE
                     and any(p.state == BLOCKED for p in advanced.values()))
             if locks_ok and not hold:
@@ -612,7 +626,7 @@ class UpdateReconciler:
                           name=machine, plan=name)
             await self.flow.finish(self._job(key, world, owner, target, machine))
         if status.phase == PlanPhase.COMPLETED:
-            await self.client.delete(CMRS, None, cmr_name(key.namespace, key.name))
+            await world.inside.delete(CMRS, None, cmr_name(key.namespace, key.name))
         if not decide.same_status(plan.status, status):
             raw = dict(raw)
             raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -648,6 +662,16 @@ class UpdateReconciler:
             self.log.info("maintenance sweep", actions=swept)
 
 
+def _in_cluster(shared: Mapper, digest: Callable[[Mapping[str, Any]], Any] | None = None
+                ) -> ClusterMapper:
+    """Objects of a cluster's own API concern that Cluster; in the one API of
+    a SharedPlane, ``shared`` finds it. ``digest``: only changes of it count."""
+    def mapper(cluster: ObjectKey | None, _client: Client) -> Mapper:
+        keys = shared if cluster is None else the_cluster(cluster)
+        return on_change(digest, keys) if digest is not None else keys
+    return mapper
+
+
 def _backup_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
     meta = obj.get("metadata") or {}
     cluster = (meta.get("labels") or {}).get(CLUSTER_LABEL)
@@ -668,11 +692,15 @@ def update_controller(
     timings: UpdateTimings | None = None,
     recorder: EventRecorder | None = None,
     backup_before_update: bool = False,
+    plane: ClusterPlane | None = None,
 ) -> Controller:
     """The runtime Controller of cluster updates (see the module docstring).
 
     ``backup_before_update``: a plan's first step starts only once its
     pre-update ControlPlaneBackup completed (a backup controller must run).
+    ``plane``: where each cluster's maintenance requests, workload locks,
+    Nodes and pods are (None: the management API); a ``node_flow`` factory
+    is called with it too.
 
     The node maintenance flow is injected, exactly one of: ``node_flow``, a
     factory called with ``api_client``, the controller's clock and
@@ -686,7 +714,7 @@ def update_controller(
     clock = clock if clock is not None else SystemClock()
     timings = timings if timings is not None else UpdateTimings()
     if node_flow is not None and node_maintenance is None:
-        flow = node_flow(api_client, clock=clock, timings=timings.node_flow)
+        flow = node_flow(api_client, clock=clock, timings=timings.node_flow, plane=plane)
     elif node_maintenance is not None and node_flow is None:
         flow = node_maintenance
     else:
@@ -694,8 +722,9 @@ def update_controller(
                         "and node_maintenance (a flow)")
     reconciler = UpdateReconciler(api_client, flow, alerts=alert_source, clock=clock,
                                   logger=logger, timings=timings, recorder=recorder,
-                                  backup_before_update=backup_before_update)
+                                  backup_before_update=backup_before_update, plane=plane)
     client = reconciler.client
+    plane_ = reconciler.plane
     index = ClusterKeys(client, namespace)
 
     def source(res: Any, mapper: Any = None, *, scoped: bool = True) -> Any:
@@ -710,15 +739,17 @@ def update_controller(
         source(PLANS, spec_cluster_keys("cluster")),
         source(UPDATE_GROUPS, index.of_namespace),
         source(AUTOPAUSES, index.of_namespace),
-        source(NMRS, index.of_node, scoped=False),
-        source(CLUSTER_LOCKS, index.everything, scoped=False),
-        source(NODE_LOCKS, index.of_node, scoped=False),
-        source(NODES, on_change(_node_digest, index.of_node), scoped=False),
+        # Inside each cluster (its own API, or the one API of a SharedPlane):
+        # a cluster's objects concern that cluster.
+        plane_.source(NMRS, _in_cluster(index.of_node)),
+        plane_.source(CLUSTER_LOCKS, _in_cluster(index.everything)),
+        plane_.source(NODE_LOCKS, _in_cluster(index.of_node)),
+        plane_.source(NODES, _in_cluster(index.of_node, _node_digest)),
         # The node flow's reads: a node's pods (a pod that goes wakes its
         # drain), the cluster's maintenance request, the hosts' reboot
         # annotation (read, not watched: the Node's new bootID wakes it).
-        source(PODS, on_change(_pod_digest, index.of_node), scoped=False),
-        source(CMRS, index.of_node, scoped=False),
+        plane_.source(PODS, _in_cluster(index.of_node, _pod_digest)),
+        plane_.source(CMRS, _in_cluster(index.of_node)),
         source(HOSTS, _no_keys),
         # a plan's pre-update backup: its cluster (label) and namespace (annotation)
         source(BACKUPS, _backup_keys, scoped=False),

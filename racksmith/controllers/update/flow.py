@@ -20,6 +20,7 @@ from racksmith.planners.maintenance import (
     NodeProgress,
     RebootPolicy,
 )
+from racksmith.runtime.planes import ClusterPlane
 
 __all__ = ["NodeFlow", "NodeFlowFactory", "NodeJob", "NodeProgress", "RebootPolicy"]
 
@@ -42,9 +43,10 @@ class NodeFlow(Protocol):
 
 class NodeFlowFactory(Protocol):
     """Builds the node flow for an API client, with the controller's clock and
-    the flow's waits (``UpdateTimings.node_flow``). The ``NodeMaintenance``
-    class is one."""
+    the flow's waits (``UpdateTimings.node_flow``) and where the clusters'
+    node-side objects are (``plane``; None: the management API). The
+    ``NodeMaintenance`` class is one."""
 
     def __call__(self, api_client: Any, *, clock: Clock,
-                 timings: MaintenanceTimings) -> NodeFlow:
+                 timings: MaintenanceTimings, plane: ClusterPlane | None) -> NodeFlow:
         ...

@@ -38,7 +38,14 @@ from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.informer import field_index, field_index_name
-from racksmith.runtime.keys import ObjectKey
+from racksmith.runtime.keys import ObjectKey, self_keys
+from racksmith.runtime.planes import (
+    ClusterPlane,
+    ClusterUnavailable,
+    SharedPlane,
+    qualified,
+    split_key,
+)
 from racksmith.runtime.resources import PVCS, PVS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
@@ -161,31 +168,39 @@ def _oldest_pending(claims: list[dict[str, Any]]) -> dict[str, Any] | None:
 class ClaimBinder:
     """Reconciles one PersistentVolume per call (see the module docstring)."""
 
-    def __init__(self, api_client: Any, *, logger: Any = None) -> None:
+    def __init__(self, api_client: Any, *, logger: Any = None,
+                 plane: ClusterPlane | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(n.BINDER_FIELD_MANAGER)
-        self.client.add_index(PVCS, VOLUME_NAME_INDEX, field_index("spec.volumeName"))
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.volume.binder")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        pv = await self.client.get(PVS, None, key.name)
+        cluster, name = split_key(key)
+        client = await self.plane.client(cluster) if cluster is not None else self.client
+        if client is None:
+            raise ClusterUnavailable(cluster or key)
+        inside = _indexed(client.with_field_manager(n.BINDER_FIELD_MANAGER))
+        pv = await inside.get(PVS, None, name)
         if pv is None:
             return Done()
         ref = _map(_map(pv.get("spec")).get("claimRef"))
         if ref.get("name"):
-            pvc = await self.client.get(PVCS, str(ref.get("namespace") or "default"),
-                                        str(ref["name"]))
+            pvc = await inside.get(PVCS, str(ref.get("namespace") or "default"),
+                                   str(ref["name"]))
         else:
-            pvc = _oldest_pending(await self.client.by_index(PVCS, VOLUME_NAME_INDEX, key.name))
+            pvc = _oldest_pending(await inside.by_index(PVCS, VOLUME_NAME_INDEX, name))
         step = bind_step(pv, pvc)
-        log = self.log.bind(kind="PersistentVolume", name=key.name)
+        log = self.log.bind(kind="PersistentVolume", name=name)
+        if cluster is not None:
+            log = log.bind(cluster=str(cluster))
         try:
-            return await self._perform(pv, pvc, step, log)
+            return await self._perform(inside, pv, pvc, step, log)
         except NotFound:
             return RequeueAfter(0.0)  # the PV or the claim went away: decide again
 
-    async def _perform(self, pv: dict[str, Any], pvc: dict[str, Any] | None, step: BindStep,
-                       log: Any) -> Result:
+    async def _perform(self, inside: Client, pv: dict[str, Any], pvc: dict[str, Any] | None,
+                       step: BindStep, log: Any) -> Result:
         claim = pvc or {}
         claim_name = (f"{_map(claim.get('metadata')).get('namespace')}/"
                       f"{_map(claim.get('metadata')).get('name')}")
@@ -197,11 +212,11 @@ class ClaimBinder:
             case SetClaimRef():
                 body = copy.deepcopy(pv)
                 body.setdefault("spec", {})["claimRef"] = claim_ref(claim)
-                await self.client.update(PVS, body)
+                await inside.update(PVS, body)
             case SetVolumePhase(phase=phase):
                 body = copy.deepcopy(pv)
                 body["status"] = {**_map(body.get("status")), "phase": phase}
-                await self.client.update_status(PVS, body)
+                await inside.update_status(PVS, body)
             case SetClaimBound():
                 body = copy.deepcopy(claim)
                 spec = _map(pv.get("spec"))
@@ -209,7 +224,7 @@ class ClaimBinder:
                           "capacity": dict(_map(spec.get("capacity"))),
                           "accessModes": list(spec.get("accessModes") or [])}
                 body["status"] = status
-                await self.client.update_status(PVCS, body)
+                await inside.update_status(PVCS, body)
         log.info("claim binder step", step=type(step).__name__, claim=claim_name)
         return RequeueAfter(0.0)
 
@@ -220,14 +235,23 @@ def _volume_name_keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
     return [ObjectKey("", str(name))] if name else []
 
 
+def _indexed(client: Client) -> Client:
+    client.add_index(PVCS, VOLUME_NAME_INDEX, field_index("spec.volumeName"))
+    return client
+
+
 def claim_binder_controller(api_client: Any, *, clock: Clock | None = None, workers: int = 1,
-                            logger: Any = None) -> Controller:
-    """The runtime Controller of the pre-bound claim binder (see the module docstring)."""
+                            logger: Any = None, plane: ClusterPlane | None = None
+                            ) -> Controller:
+    """The runtime Controller of the pre-bound claim binder (see the module
+    docstring); ``plane``: where the claims and PersistentVolumes are (each
+    cluster's own API; None: the management API)."""
     clock = clock if clock is not None else SystemClock()
-    binder = ClaimBinder(api_client, logger=logger)
+    binder = ClaimBinder(api_client, logger=logger, plane=plane)
+    _indexed(binder.client)
     sources = [
-        binder.client.source(PVS),
-        binder.client.source(PVCS, mapper=_volume_name_keys),
+        binder.plane.source(PVS, qualified(self_keys)),
+        binder.plane.source(PVCS, qualified(_volume_name_keys)),
     ]
     return Controller(CONTROLLER_NAME, sources, binder,
                       workers=workers, clock=clock, logger=logger)

@@ -87,10 +87,16 @@ class Committer:
     def now(self) -> datetime:
         return self.clock.wall().replace(microsecond=0)
 
-    async def commit(self, volume: Volume, raw: Raw, step: Step, log: Any) -> Result:
+    async def commit(self, volume: Volume, raw: Raw, step: Step, log: Any,
+                     inside: Client | None = None, recorder: EventRecorder | None = None
+                     ) -> Result:
         """Carry out ``step`` for ``volume``; raises ``Conflict`` on a lost race,
         ``NotFound`` when the Volume is gone, and ``IllegalTransition`` (before
-        doing anything) for a phase change the state table does not list."""
+        doing anything) for a phase change the state table does not list.
+        ``inside``: the Client of the Volume's cluster (None: ``client``);
+        ``recorder``: its Events' recorder there (None: ``recorder``)."""
+        client = inside if inside is not None else self.client
+        recorder = recorder if recorder is not None else self.recorder
         action = step.action
         if step.ready is not None:
             PHASES.check(volume.status.phase if volume.status else None, phase_of(step.ready))
@@ -104,12 +110,12 @@ class Committer:
                 body = json_copy(raw.volume)
                 body["metadata"]["finalizers"] = [
                     *_without(body["metadata"].get("finalizers"), FINALIZER), FINALIZER]
-                await self.client.update(VOLUMES, body)
+                await client.update(VOLUMES, body)
             case RemoveFinalizer():
                 body = json_copy(raw.volume)
                 body["metadata"]["finalizers"] = _without(
                     body["metadata"].get("finalizers"), FINALIZER)
-                await self.client.update(VOLUMES, body)
+                await client.update(VOLUMES, body)
                 log.info("volume released", node=volume.spec.node_name)
                 return Done()
             case StartJob(op=op):
@@ -118,20 +124,20 @@ class Committer:
                                         f"{op.value} job {job} on node {volume.spec.node_name}"))
             case CreatePV(manifest=manifest):
                 try:
-                    await self.client.create(PVS, json_copy(dict(manifest)))
+                    await client.create(PVS, json_copy(dict(manifest)))
                 except AlreadyExists:
                     # Made by an earlier life of this reconcile; the cache
                     # has not seen it yet: decide again once it has.
                     return RequeueAfter(self.timings.job_poll)
             case DeletePV():
-                await self.client.delete(PVS, None, name)
+                await client.delete(PVS, None, name)
             case RemovePVFinalizer():
                 if raw.pv is not None:
                     body = json_copy(raw.pv)
                     body["metadata"]["finalizers"] = _without(
                         body["metadata"].get("finalizers"), FINALIZER)
                     with contextlib.suppress(NotFound):
-                        await self.client.update(PVS, body)
+                        await client.update(PVS, body)
         if not isinstance(action, Wait):
             log.info("volume step", action=type(action).__name__,
                      job=str(job) if job is not None else None)
@@ -142,12 +148,12 @@ class Committer:
             if not same_status(old, new):
                 body = json_copy(raw.volume)
                 body["status"] = _dump(new)
-                await self.client.update_status(VOLUMES, body)
+                await client.update_status(VOLUMES, body)
                 events = status_events(old, step, events) + events
                 old_phase = old.phase.value if old and old.phase else ""
                 if new.phase is not None and old_phase != new.phase.value:
                     log.info("volume phase", old=old_phase, new=new.phase.value)
-        await self.recorder.record_all(raw.volume, events)
+        await recorder.record_all(raw.volume, events)
         if isinstance(action, Wait):
             return Done() if action.seconds is None else RequeueAfter(action.seconds)
         if isinstance(action, StartJob):

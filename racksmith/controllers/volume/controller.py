@@ -45,7 +45,16 @@ from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
 from racksmith.runtime.events import EventRecorder
-from racksmith.runtime.keys import ObjectKey, key_of, owner_keys
+from racksmith.runtime.keys import Mapper, ObjectKey, key_of, owner_keys, self_keys
+from racksmith.runtime.planes import (
+    ClusterMapper,
+    ClusterPlane,
+    ClusterUnavailable,
+    SharedPlane,
+    in_cluster_key,
+    qualified,
+    split_key,
+)
 from racksmith.runtime.resources import NODES, PVS, STORAGE_CLASSES, VOLUMES
 from racksmith.runtime.result import Done, Result
 
@@ -80,10 +89,23 @@ def _waiting_on_node(obj: Mapping[str, Any]) -> list[str]:
     return [str(spec["nodeName"])] if spec and spec.get("nodeName") else []
 
 
-def _waiting_keys(client: Client, index: str) -> Callable[[Mapping[str, Any]], list[ObjectKey]]:
-    def keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
-        return sorted(key_of(v) for v in client.indexed(VOLUMES, index, key_of(obj).name))
-    return keys
+def _indexed(client: Client) -> Client:
+    """``client`` with the indexes the controller's mappers read (idempotent)."""
+    client.add_index(VOLUMES, WAITING_ON_CLASS, _waiting_on_class)
+    client.add_index(VOLUMES, WAITING_ON_NODE, _waiting_on_node)
+    return client
+
+
+def _waiting_keys(index: str) -> ClusterMapper:
+    """The Volumes of a cluster waiting on the object (their index ``index``)."""
+    def factory(cluster: ObjectKey | None, client: Client) -> Mapper:
+        inside = _indexed(client)
+
+        def keys(obj: Mapping[str, Any]) -> list[ObjectKey]:
+            return sorted(in_cluster_key(cluster, key_of(v).name)
+                          for v in inside.indexed(VOLUMES, index, key_of(obj).name))
+        return keys
+    return factory
 
 
 class VolumeReconciler:
@@ -92,12 +114,12 @@ class VolumeReconciler:
     def __init__(self, api_client: Any, *, clock: Clock | None = None, logger: Any = None,
                  job_factory: Callable[[JobOp], Job] = new_job,
                  timings: VolumeTimings | None = None,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None,
+                 plane: ClusterPlane | None = None) -> None:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else VolumeTimings()
         self.client: Client = as_client(api_client).with_field_manager(n.FIELD_MANAGER)
-        self.client.add_index(VOLUMES, WAITING_ON_CLASS, _waiting_on_class)
-        self.client.add_index(VOLUMES, WAITING_ON_NODE, _waiting_on_node)
+        self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.recorder = (recorder if recorder is not None else EventRecorder(
             api_client, n.COMPONENT, clock=self.clock)).for_component(
             n.COMPONENT, client=self.client)
@@ -107,32 +129,41 @@ class VolumeReconciler:
             "racksmith.controllers.volume")
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw_volume = await self.client.get(VOLUMES, None, key.name)
+        cluster, name = split_key(key)
+        client = await self.plane.client(cluster) if cluster is not None else self.client
+        if client is None:
+            raise ClusterUnavailable(cluster or key)
+        inside = client.with_field_manager(n.FIELD_MANAGER)
+        raw_volume = await inside.get(VOLUMES, None, name)
         if raw_volume is None:
             return Done()
-        log = self.log.bind(kind="Volume", name=key.name)
+        log = self.log.bind(kind="Volume", name=name)
+        if cluster is not None:
+            log = log.bind(cluster=str(cluster))
         try:
             volume = Volume.model_validate(raw_volume)
         except ValidationError as exc:
             # The schema refuses such objects at admission; nothing can be acted on.
             log.error("volume does not validate", errors=exc.error_count())
             return Done()
-        observed, raw = await self._observe(volume, raw_volume)
+        observed, raw = await self._observe(inside, volume, raw_volume)
         step = decide(observed)
+        recorder = self.recorder.for_component(n.COMPONENT, client=inside) \
+            if cluster is not None else None
         try:
-            return await self.committer.commit(volume, raw, step, log)
+            return await self.committer.commit(volume, raw, step, log, inside, recorder)
         except NotFound:
             return Done()  # the Volume went away under us
 
-    async def _observe(self, volume: Volume, raw_volume: dict[str, Any]
+    async def _observe(self, inside: Client, volume: Volume, raw_volume: dict[str, Any]
                        ) -> tuple[Observed, Raw]:
         spec, name = volume.spec, volume.metadata.name or ""
-        raw = Raw(volume=raw_volume, pv=await self.client.get(PVS, None, name))
-        raw_class = await self.client.get(STORAGE_CLASSES, None, spec.storage_class_name)
+        raw = Raw(volume=raw_volume, pv=await inside.get(PVS, None, name))
+        raw_class = await inside.get(STORAGE_CLASSES, None, spec.storage_class_name)
         observed = Observed(
             volume=volume,
             storage_class=StorageClassView.from_raw(raw_class) if raw_class else None,
-            node_exists=await self.client.get(NODES, None, spec.node_name) is not None,
+            node_exists=await inside.get(NODES, None, spec.node_name) is not None,
             pv=PVView.from_raw(raw.pv) if raw.pv is not None else None,
             result=JobResult.from_annotations(volume.metadata.annotations),
             timings=self.timings,
@@ -142,21 +173,25 @@ class VolumeReconciler:
 
 def volume_controller(api_client: Any, *, clock: Clock | None = None, workers: int = 2,
                       logger: Any = None, timings: VolumeTimings | None = None,
-                      recorder: EventRecorder | None = None) -> Controller:
+                      recorder: EventRecorder | None = None,
+                      plane: ClusterPlane | None = None) -> Controller:
     """The runtime Controller for Volumes (see the module docstring).
 
     ``timings``: how often it looks again without events (None: the defaults).
     ``recorder``: the process's EventRecorder (None: one of its own).
+    ``plane``: where the Volumes, their PersistentVolumes, StorageClasses and
+    Nodes are (each cluster's own API; None: the management API). Its keys
+    then name the cluster (``racksmith.runtime.planes.in_cluster_key``).
     """
     clock = clock if clock is not None else SystemClock()
     reconciler = VolumeReconciler(api_client, clock=clock, logger=logger, timings=timings,
-                                  recorder=recorder)
-    client = reconciler.client
+                                  recorder=recorder, plane=plane)
+    plane_ = reconciler.plane
     sources = [
-        client.source(VOLUMES),
-        client.source(PVS, mapper=owner_keys(n.VOLUME_KIND, GROUP, controller_only=True)),
-        client.source(STORAGE_CLASSES, mapper=_waiting_keys(client, WAITING_ON_CLASS)),
-        client.source(NODES, mapper=_waiting_keys(client, WAITING_ON_NODE)),
+        plane_.source(VOLUMES, qualified(self_keys)),
+        plane_.source(PVS, qualified(owner_keys(n.VOLUME_KIND, GROUP, controller_only=True))),
+        plane_.source(STORAGE_CLASSES, _waiting_keys(WAITING_ON_CLASS)),
+        plane_.source(NODES, _waiting_keys(WAITING_ON_NODE)),
     ]
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock,
                       logger=logger)

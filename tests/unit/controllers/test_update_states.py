@@ -151,7 +151,8 @@ async def test_a_completed_plan_is_never_written_back_to_in_progress(
         reconciler = UpdateReconciler(client, flow)
         kube = Recording()
         reconciler.client = kube  # type: ignore[assignment]
-        world = World(machine_builders.cluster(), machines, groups(), [], {})
+        world = World(machine_builders.cluster(), machines, groups(), [], {},
+                      kube)  # type: ignore[arg-type]
         raw = plan.model_dump(mode="json", by_alias=True, exclude_none=True)
         with pytest.raises(IllegalTransition):
             await reconciler._drive(ObjectKey("default", "demo"), world, raw, plan)

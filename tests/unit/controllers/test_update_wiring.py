@@ -32,7 +32,8 @@ async def test_the_factory_gets_the_client_the_clock_and_the_node_flow_waits() -
     calls: list[tuple[Any, Clock, MaintenanceTimings]] = []
     flow = Flow()
 
-    def factory(api_client: Any, *, clock: Clock, timings: MaintenanceTimings) -> Flow:
+    def factory(api_client: Any, *, clock: Clock, timings: MaintenanceTimings,
+                plane: Any = None) -> Flow:
         calls.append((api_client, clock, timings))
         return flow
 

@@ -261,10 +261,14 @@ class Scripted(NodeMaintenance):
         self.worlds = list(worlds)
         self.acted: list[Action] = []
 
-    async def observe(self, job: NodeJob) -> NodeObserved:
+    async def inside(self, job: NodeJob) -> Any:
+        return None
+
+    async def observe(self, job: NodeJob, *, live_locks: bool = False,
+                      inside: Any = None) -> NodeObserved:
         return self.worlds.pop(0)
 
-    async def _act(self, job: NodeJob, observed: NodeObserved, action: Action,
+    async def _act(self, inside: Any, job: NodeJob, observed: NodeObserved, action: Action,
                    log: Any) -> None:
         self.acted.append(action)
 
