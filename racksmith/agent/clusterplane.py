@@ -236,6 +236,20 @@ class ControlPlaneHost:
             self.host.write_file(HAPROXY_CFG, config, 0o600)
             self._write_manifest("haproxy", self._haproxy_pod(config))
 
+    async def refresh_proxy(self) -> bool:
+        """Between kubeadm passes, the endpoint's HAProxy follows the members
+        (``ClusterStatus``): its config is rewritten (and its static pod
+        restarted) when a member joined or left since; True when it was.
+        Nothing before this host's proxy exists (the kubeadm item makes it)."""
+        if self.manifest("haproxy") is None:
+            return False
+        config = await self._haproxy_config(await self._members_or_none(local=True))
+        if config is None or self.host.read_file(HAPROXY_CFG) == config:
+            return False
+        self.host.write_file(HAPROXY_CFG, config, 0o600)
+        self._write_manifest("haproxy", self._haproxy_pod(config))
+        return True
+
     # --- etcd --------------------------------------------------------------------
     def _me(self) -> Member:
         return Member(self.node, self.address, API_PORT)

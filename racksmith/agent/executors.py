@@ -42,6 +42,7 @@ __all__ = [
     "NodeControl",
     "apply",
     "check",
+    "control_plane_host",
 ]
 
 NODE_NAME_VAR = "$(NODE_NAME)"
@@ -403,10 +404,11 @@ def _emulated_kubelet_conf(cluster: Mapping[str, Any], ctx: ExecContext) -> list
     )]
 
 
-async def _emulated_control_plane(cluster: Mapping[str, Any], ctx: ExecContext,
-                                  network: LoopbackMap) -> list[Action]:
-    """The emulated kubeadm's control-plane steps on this host (``clusterplane``)."""
-    host = ctx.host
+def control_plane_host(cluster: Mapping[str, Any], host: Host, node: str,
+                       network: LoopbackMap) -> ControlPlaneHost:
+    """This control-plane host's share of the emulated control plane, from the
+    kubeadm item's cluster context and the host's netplan (its address in a
+    control-plane network). Raises ``HostError`` when the host has none."""
     raw = host.read_file(NETPLAN_PATH)
     try:
         found = netplan_addresses(yaml.safe_load(raw)) if raw else []
@@ -416,7 +418,13 @@ async def _emulated_control_plane(cluster: Mapping[str, Any], ctx: ExecContext,
     address = internal_ip(found, cidrs if isinstance(cidrs, list) else [])
     if address is None:
         raise HostError(f"{NETPLAN_PATH} gives this host no control-plane address")
-    plane = ControlPlaneHost(host, ctx.node_name, cluster, address, network)
+    return ControlPlaneHost(host, node, cluster, address, network)
+
+
+async def _emulated_control_plane(cluster: Mapping[str, Any], ctx: ExecContext,
+                                  network: LoopbackMap) -> list[Action]:
+    """The emulated kubeadm's control-plane steps on this host (``clusterplane``)."""
+    plane = control_plane_host(cluster, ctx.host, ctx.node_name, network)
     now = dt.datetime.now(dt.UTC)
     todo = await plane.plan(now)
     if not todo:

@@ -6,7 +6,8 @@ Owns wiring the parts for one run: the config (``config``), the host
 mkfs/blkid/wipefs on files under it and the host's static pods), the API
 client (``kube``), the executors' context, the reconcile loop (``loop``), in
 emulated mode the emulated kubelet (``kubelet``) with its static pods
-(``staticpods``; the datacenter's loopback images come from the file
+(``staticpods``; on a control-plane host its endpoint proxy following the
+members, ``_follow_members``; the datacenter's loopback images come from the file
 ``$RACKSMITH_EMULATED_NETWORK`` names, ``racksmith.loopback``, also how
 the node side reaches the cluster's endpoint) and, when
 running continuously, the storage loop (``storage``: the node's Volume jobs).
@@ -32,19 +33,21 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+import aiohttp
 import structlog
 
 from racksmith import __version__, loopback
+from racksmith.agent import kubeadm
 from racksmith.agent.config import AgentTiming, ConfigError, load_config
-from racksmith.agent.executors import ExecContext
-from racksmith.agent.host import EmulatedHost, Host, RealHost, Runner, run_process
+from racksmith.agent.executors import ExecContext, control_plane_host
+from racksmith.agent.host import EmulatedHost, Host, HostError, RealHost, Runner, run_process
 from racksmith.agent.kube import AgentKube, api_client
 from racksmith.agent.kubelet import EmulatedKubelet
 from racksmith.agent.loop import Outcome, ReconcileLoop
 from racksmith.agent.staticpods import StaticPods
 from racksmith.agent.storage import StorageContext, StorageLoop
 from racksmith.agent.token import TokenRenewer
-from racksmith.clock import Clock, SystemClock
+from racksmith.clock import Clock, SystemClock, wait_event
 from racksmith.loopback import LoopbackMap
 
 __all__ = ["AGENT_VERSION", "run_agent"]
@@ -127,6 +130,11 @@ async def run_agent(
                 if static_pods is not None:
                     tasks.append(asyncio.create_task(
                         static_pods.run(stop, timing.static_pods), name="racksmith-static-pods"))
+                if static_pods is not None and network is not None:
+                    tasks.append(asyncio.create_task(
+                        _follow_members(host, config.node_name, network, clock,
+                                        timing.kubelet_status, stop),
+                        name="racksmith-endpoint-members"))
                 if kubelet is not None:
                     tasks.append(asyncio.create_task(kubelet.run(stop), name="racksmith-kubelet"))
                     tasks.append(asyncio.create_task(
@@ -155,6 +163,23 @@ async def _dry_run(loop: ReconcileLoop, out: TextIO) -> int:
             print(f"{name}: {action}", file=out)
     out.flush()
     return 0
+
+
+async def _follow_members(host: Host, node: str, network: LoopbackMap, clock: Clock,
+                          period: float, stop: asyncio.Event) -> None:
+    """On an emulated control-plane host, the endpoint's HAProxy follows the
+    cluster's members between kubeadm passes (``ControlPlaneHost.refresh_proxy``):
+    a member that joins after this host's last pass is a backend within
+    ``period`` seconds."""
+    while not stop.is_set():
+        cluster = kubeadm.read_cluster_context(host)
+        if "master" in (cluster.get("roles") or []):
+            try:
+                if await control_plane_host(cluster, host, node, network).refresh_proxy():
+                    log.info("endpoint proxy follows the members", node=node)
+            except (HostError, OSError, aiohttp.ClientError, ValueError) as exc:
+                log.debug("endpoint members not read", error=type(exc).__name__)
+        await wait_event(clock, stop, period)
 
 
 def _kubelet_starter(kubelet: EmulatedKubelet) -> Callable[[], Awaitable[None]]:

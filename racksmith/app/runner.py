@@ -34,7 +34,9 @@ from prometheus_client import CollectorRegistry
 from racksmith import console, datalock, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
-from racksmith.app.clusterplanes import planes
+from racksmith.app import clusterproxy
+from racksmith.app.clusterplanes import AccessReader, planes
+from racksmith.app.clusterproxy import ClusterProxy, Upstreams
 from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
 from racksmith.app.logrotate import LogRotator
 from racksmith.app.manifests import load_manifests
@@ -110,13 +112,18 @@ def build_controllers(settings: Settings, client: Any, *, provisioner: Provision
     emulated hosts and ``settings.reference_workloads``, the reference
     workload controller. ``client_for``: each controller's own client, by
     name (None: ``client``). With ``clusters``, the node-side controllers
-    work inside each cluster's own API (``racksmith.app.clusterplanes``)."""
-    workloads = {"reference-workloads": WORKLOADS_ACCESS} \
-        if emulated and settings.reference_workloads else {}
+    work inside each cluster's own API (``racksmith.app.clusterplanes``).
+    Every cluster also gets the cluster proxy's identity ``console``
+    (``racksmith.app.clusterproxy``): its certificate and its role there."""
+    # the cluster proxy's identity in every cluster (racksmith.app.clusterproxy),
+    # and the reference workloads' with emulated hosts
+    workloads: dict[str, Access] = {clusterproxy.IDENTITY: clusterproxy.ACCESS}
+    if emulated and settings.reference_workloads:
+        workloads["reference-workloads"] = WORKLOADS_ACCESS
     own: Callable[[str], Any] = client_for if client_for is not None else (lambda _n: client)
     plane_of = planes(lambda name: as_client(own(name)),
-                      [*in_cluster_access(workloads)], clusters, reach,
-                      reader=own("cluster"))
+                      [n for n in in_cluster_access(workloads) if n != clusterproxy.IDENTITY],
+                      clusters, reach, reader=own("cluster"))
     controllers = all_controllers(client, workers=settings.controller_workers,
                                   provisioner=provisioner, registry=registry,
                                   ipam=True, cluster=ClusterOptions(
@@ -170,6 +177,8 @@ class Racksmith:
     _started: bool = False
     _server_started: bool = False
     cluster_clients: ClusterClients | None = None
+    cluster_proxy: ClusterProxy | None = None
+    proxy_upstreams: Upstreams | None = None
 
     async def _apply_manifest(self, obj: dict[str, Any]) -> None:
         """Server-side apply of one ``--apply`` object (manager racksmith-apply,
@@ -247,14 +256,20 @@ class Racksmith:
             etcd = local
             self.on_step(f"etcd on {', '.join(local.endpoints)}")
         self.on_step("starting the API server")
+        self.cluster_proxy = ClusterProxy(
+            lambda subject, attrs: self.server is not None
+            and self.server.authorizer.authorize(subject, attrs),
+            lambda: self.proxy_upstreams)
         self.server = ApiServer(
             ApiServerConfig(data_dir=s.data_dir, host=s.host, port=s.port,
                             insecure_http=s.insecure_http, etcd=etcd,
                             shared_dir=s.shared_dir, tls_cert_file=s.tls_cert_file,
                             tls_key_file=s.tls_key_file, client_ca_file=s.client_ca_file),
             ready=self.ready, metrics=self._metrics,
-            extra_routes=console.routes(lambda: self.alertmanager_url) if s.console else [],
-            public=console.is_public if s.console else (lambda _path: False))
+            extra_routes=[*(console.routes(lambda: self.alertmanager_url) if s.console else []),
+                          *self.cluster_proxy.routes()],
+            public=lambda path: (s.console and console.is_public(path))
+            or clusterproxy.is_public(path))
         await self.server.start(bootstrap=bootstrap_manifests())
         self._server_started = True
         self.log_rotator = LogRotator(s.data_dir)
@@ -303,6 +318,11 @@ class Racksmith:
                     self._backup_dir(), self._backup_key()),
                 # the pre-update backup takes the cluster's own store: on either store
                 clusters=self._cluster_clients())
+            if self.cluster_clients is not None:
+                # the cluster proxy reads each cluster's access as the Cluster
+                # controller (which issues the identities) does
+                self.proxy_upstreams = Upstreams(self.cluster_clients, AccessReader(
+                    as_client(self.identities.client_for("cluster")), self._reach()))
             self.manager = Manager(manager_client, controllers,
                                    leader_election=s.leader_election,
                                    lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
@@ -496,6 +516,8 @@ class Racksmith:
                 await self._progress_task
         if self.manager is not None:
             await self.manager.stop()
+        if self.cluster_proxy is not None:
+            await self.cluster_proxy.close()
         if self.cluster_clients is not None:
             await self.cluster_clients.close()
         if self._manager_task is not None:

@@ -781,11 +781,13 @@ def rbac(
     """Print the controllers' ServiceAccounts, ClusterRoles and bindings (a
     YAML stream): what each controller may read and write, for a real cluster."""
     if in_cluster:
-        from racksmith.controllers import CLUSTER_IDENTITIES
+        from racksmith.app import clusterproxy
+        from racksmith.controllers import in_cluster_access
         from racksmith.controlplane.identities import cluster_rbac
 
+        access = in_cluster_access({clusterproxy.IDENTITY: clusterproxy.ACCESS})
         sys.stdout.write(render_yaml(cluster_rbac(
-            {name: ACCESS[name].policy_rules() for name in CLUSTER_IDENTITIES})))
+            {name: rules.policy_rules() for name, rules in access.items()})))
         return
     sys.stdout.write(render_yaml(identity_objects(ACCESS)))
 

@@ -8,9 +8,12 @@ and ``/console/alerts``, a read-only pass-through of the Alertmanager's
 active alerts (the browser cannot reach Alertmanager's own port; this route
 sits behind the API server's bearer-token middleware like every other
 path). Everything the console shows or changes goes through the
-Kubernetes API from the browser with the operator's token, so validation
-and authorisation apply: this package never imports the API server (an
-import-linter contract), so it cannot write the store. Design:
+Kubernetes API from the browser with the operator's token (a managed
+cluster's node-side objects through the management API's cluster proxy,
+``/clusters/<ns>/<name>/proxy/...``, served by ``racksmith.app.clusterproxy``
+beside these routes), so validation and authorisation apply: this package
+never imports the API server (an import-linter contract), so it cannot
+write the store. Design:
 ``docs/design/console-contracts.md``; user guide: ``docs/console.md``.
 """
 

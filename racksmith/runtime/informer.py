@@ -323,6 +323,14 @@ class SharedInformer:
             return
         self._apply(key, dict(obj), notify=False)
 
+    def _deleted(self, key: ObjectKey, obj: Mapping[str, Any]) -> None:
+        """The watch told ``key``'s deletion: gone from the store, its tombstone
+        at the deletion's own resourceVersion (newer than the stored copy's:
+        the answer of the write that deleted it — say the update that
+        removed its last finalizer — must not bring it back)."""
+        self._apply(key, None)
+        self._remember_deleted(key, obj)
+
     def _remember_deleted(self, key: ObjectKey, obj: Mapping[str, Any]) -> None:
         if len(self._tombstones) >= _TOMBSTONES:
             for old in list(self._tombstones)[: _TOMBSTONES // 2]:
@@ -413,7 +421,7 @@ class SharedInformer:
                                 continue
                             key = key_of(obj)
                             if event_type == "DELETED":
-                                self._apply(key, None)
+                                self._deleted(key, obj)
                             elif newer(obj, self._store.get(key)):
                                 self._apply(key, obj)
                             self._backoff.forget("source")

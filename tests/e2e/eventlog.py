@@ -1,5 +1,5 @@
-"""An event log of the cluster recorded with kubectl, and the replay that checks the
-maintenance invariants against it.
+"""An event log of a managed cluster, recorded with kubectl through its own
+API, and the replay that checks the maintenance invariants against it.
 
 Per kind, ``kubectl get --raw <list path>`` lists every object (kept as ADDED
 events at their own resourceVersion), then ``kubectl get --raw
@@ -36,14 +36,15 @@ from typing import Any
 from tests.harness.process import kubectl_path
 
 KINDS = ("nodes", "nodemaintenancerequests", "nodeworkloadlocks", "pods",
-         "poddisruptionbudgets", "clustermaintenancerequests", "machines")
+         "poddisruptionbudgets", "clustermaintenancerequests")
+"""The kinds logged: a managed cluster's, all in its own API (one
+resourceVersion sequence)."""
 PATHS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods",
          "nodemaintenancerequests": "/apis/lcm.racksmith.io/v1alpha1/nodemaintenancerequests",
          "nodeworkloadlocks": "/apis/lcm.racksmith.io/v1alpha1/nodeworkloadlocks",
          "clustermaintenancerequests":
              "/apis/lcm.racksmith.io/v1alpha1/clustermaintenancerequests",
-         "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",
-         "machines": "/apis/cluster.racksmith.io/v1alpha1/machines"}
+         "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets"}
 """Where each kind is listed across namespaces (the listing's resourceVersion
 is the server's, which ``kubectl get -o json`` does not keep)."""
 

@@ -51,7 +51,7 @@ class Rack:
         """This rack seen through cluster ``ref``'s own API (its kubeconfig from
         ``racksmith kubeconfig --cluster``): where its Nodes, pods, PDBs,
         PersistentVolumes, Volumes, maintenance requests and locks live."""
-        path = self.home / f"{ref.replace('/', '_')}.kubeconfig"
+        path = self.home / f"{ref.rsplit('/', 1)[-1]}.kubeconfig"
         if not path.exists():
             out = subprocess.run(
                 [sys.executable, "-m", "racksmith.cli.main", "kubeconfig", "--cluster", ref,
@@ -60,6 +60,10 @@ class Rack:
             path.write_text(out.stdout)
             path.chmod(0o600)
         return replace(self, kubeconfig=path)
+
+    def management(self) -> Rack:
+        """This rack seen through the management API (Machines, hosts, Clusters)."""
+        return replace(self, kubeconfig=None)
 
     @property
     def ports(self) -> dict[str, int]:

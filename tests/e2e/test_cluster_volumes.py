@@ -33,11 +33,12 @@ MASTER = "demo-master-1"
 
 @pytest.fixture
 def rack(demo_rack: Rack, demo_ready: dict[str, dict[str, Any]]) -> Rack:
-    return demo_rack
+    """The demo cluster's own API: its Volumes, PVs, StorageClasses and claims."""
+    return demo_rack.cluster()
 
 
 def node_root(rack: Rack, node: str) -> Path:
-    machine = rack.get("machine", node)
+    machine = rack.management().get("machine", node)
     return host_root(rack, machine["status"]["hostRef"]["name"])
 
 
@@ -97,7 +98,7 @@ def spare_disks(rack: Rack, node: str) -> list[str]:
 
 
 def node_with_spare_disks(rack: Rack, count: int) -> str:
-    for machine in rack.get("machines")["items"]:
+    for machine in rack.management().get("machines")["items"]:
         name = machine["metadata"]["name"]
         if (machine.get("status") or {}).get("phase") == "Ready" and \
                 len(spare_disks(rack, name)) >= count:
@@ -200,7 +201,7 @@ spec:
     env = {"KUBECONFIG": str(rack.server.kubeconfig), "HOME": str(rack.home),
            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     res = subprocess.run(["bash", "-c", delete_block], capture_output=True, text=True,
-                         env=env, timeout=60)
+                         env=env, timeout=60, cwd=rack.home)
     assert res.returncode == 1, res
     assert "bound to claim apps/data" in res.stdout + res.stderr
     # kubectl delete leaves it Terminating; nothing is destroyed.
@@ -234,6 +235,10 @@ def test_agent_killed_mid_prepare_converges(rack: Rack) -> None:
     root = node_root(rack, MASTER)
     pid = int((root / "run/racksmith-agent.pid").read_text().split()[0])
     argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+    # the same environment (the datacenter's addresses, how its kubelet reaches
+    # the cluster), as systemd would start it again
+    environ = dict(entry.split(b"=", 1) for entry in Path(f"/proc/{pid}/environ").read_bytes()
+                   .split(b"\0") if b"=" in entry)
     os.kill(pid, signal.SIGSTOP)
     try:
         apply(rack, volume_yaml("crashy", MASTER, "local-ext4",
@@ -249,7 +254,8 @@ def test_agent_killed_mid_prepare_converges(rack: Rack) -> None:
     # systemd restarts the agent on a real host; here the test does.
     log = (root / "var/log/racksmith-agent.log").open("ab")
     proc = subprocess.Popen([a.decode() for a in argv], stdout=log, stderr=log, cwd=ROOT,
-                            start_new_session=True)
+                            start_new_session=True,
+                            env={k.decode(): v.decode() for k, v in environ.items()})
     (root / "run/racksmith-agent.pid").write_text(f"{proc.pid}\n")
     vol = wait_phase(rack, "crashy", "Available")
     folder = root / "var/lib/racksmith/volumes"

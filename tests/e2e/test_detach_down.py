@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,28 @@ def _cluster_kubeconfig(data: Path, tmp_path: Path) -> Path:
     return path
 
 
+def _node_ready(kubeconfig: Path, node: str) -> bool:
+    res = subprocess.run([str(kubectl_path(33)), "--kubeconfig", str(kubeconfig), "get", "node",
+                          node, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")]"
+                          ".status}"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(kubeconfig.parent)})
+    return res.returncode == 0 and res.stdout.strip() == "True"
+
+
+def _renewed(kubeconfig: Path, node: str) -> str:
+    return _kubectl(kubeconfig, "-n", "kube-node-lease", "get", "lease", node, "-o",
+                    "jsonpath={.spec.renewTime}")
+
+
+def _eventually(what: str, check: Callable[[], bool], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(1)
+    raise AssertionError(f"{what}: not within {timeout}s")
+
+
 def test_up_detach_then_down_leaves_nothing_running(tmp_path: Path) -> None:
     data = tmp_path / "site"
     up = ["up", "--detach", "--data-dir", str(data), "--port", "0", "--ironic-port", "0",
@@ -113,10 +136,18 @@ def test_up_detach_then_down_leaves_nothing_running(tmp_path: Path) -> None:
         assert pid
         kubeconfig = _cluster_kubeconfig(data, tmp_path)
         assert _kubectl(kubeconfig, "get", "--raw", "/readyz") == "ok"
+        # its Node registers in its own API (the kubelet's node certificate)
+        _eventually("Node alpha-master-1 Ready in the cluster's API",
+                    lambda: _node_ready(kubeconfig, "alpha-master-1"))
+        renewed = _renewed(kubeconfig, "alpha-master-1")
         os.kill(pid, signal.SIGKILL)
         left = [p for p in ours(data) if p != pid]
         assert left, "children of racksmith up outlive it"
         assert _kubectl(kubeconfig, "get", "--raw", "/readyz") == "ok"
+        # the kubelet goes on renewing its Lease there: the Node stays Ready
+        _eventually("the Lease renewed without the management process",
+                    lambda: _renewed(kubeconfig, "alpha-master-1") != renewed)
+        assert _node_ready(kubeconfig, "alpha-master-1")
         assert "alpha-master-1" in _kubectl(
             kubeconfig, "-n", "kube-system", "get", "configmap", "kubeadm-config",
             "-o", "jsonpath={.data.ClusterStatus}")

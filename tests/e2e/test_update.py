@@ -33,8 +33,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -110,7 +108,9 @@ def _commence(rack: Rack, plan: dict[str, Any], only_not_started: bool = False) 
 
 
 def _nmrs(rack: Rack) -> dict[str, dict[str, Any]]:
-    return {o["spec"]["nodeName"]: o for o in rack.get("nodemaintenancerequests")["items"]}
+    """The cluster's NodeMaintenanceRequests (in its own API), by node."""
+    return {o["spec"]["nodeName"]: o
+            for o in rack.cluster().get("nodemaintenancerequests")["items"]}
 
 
 def _alertmanager(rack: Rack) -> str:
@@ -134,7 +134,7 @@ class WebApp:
     a schedulable worker (the emulated kubelet marks it Ready)."""
 
     def __init__(self, rack: Rack, workers: list[str]) -> None:
-        self.rack = rack
+        self.rack = rack.cluster()
         self.workers = workers
         self.stopped = threading.Event()
         self.counter = 0
@@ -183,8 +183,8 @@ class WebApp:
 
 
 def _lock_status(rack: Rack, name: str, status: dict[str, Any]) -> None:
-    rack.kubectl("patch", "nodeworkloadlock", name, "--subresource=status", "--type", "merge",
-                 "-p", json.dumps({"status": status}))
+    rack.cluster().kubectl("patch", "nodeworkloadlock", name, "--subresource=status",
+                           "--type", "merge", "-p", json.dumps({"status": status}))
 
 
 def _wait_plan(rack: Rack, what: str, pred: Any, timeout: float) -> dict[str, Any]:
@@ -207,16 +207,12 @@ def _condition(plan: dict[str, Any], kind: str) -> dict[str, Any] | None:
 
 def _boot_ids(rack: Rack) -> dict[str, str]:
     return {n["metadata"]["name"]: (n["status"].get("nodeInfo") or {}).get("bootID", "")
-            for n in rack.get("nodes")["items"]}
+            for n in rack.cluster().get("nodes")["items"]}
 
 
 def _cluster_kubeconfig(rack: Rack) -> Path:
-    out = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "kubeconfig",
-                          "--cluster", "default/demo", "--data-dir", str(rack.data_dir)],
-                         capture_output=True, text=True, timeout=60, cwd=ROOT, check=True)
-    path = rack.home / "demo-cluster.kubeconfig"
-    path.write_text(out.stdout)
-    path.chmod(0o600)
+    path = rack.cluster().kubeconfig
+    assert path is not None
     return path
 
 
@@ -266,8 +262,10 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
     rack.kubectl("apply", "-f", str(ROOT / "examples" / "update"))
 
     # The reference workload controller's instances are up on the workers.
+    inside = rack.cluster()  # the cluster's own API: its pods, PDBs, locks, requests
+
     def instances() -> list[dict[str, Any]] | None:
-        pods = rack.get("pods", "-n", "racksmith-workloads", "-l", INSTANCE_LABEL)["items"]
+        pods = inside.get("pods", "-n", "racksmith-workloads", "-l", INSTANCE_LABEL)["items"]
         ready = [p for p in pods if any(c["type"] == "Ready" and c["status"] == "True"
                                         for c in (p.get("status") or {}).get("conditions", []))]
         return ready if len(ready) >= 4 and len(ready) == len(pods) else None
@@ -278,22 +276,22 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
     web = WebApp(rack, workers)
     web.start()
     wait_for(rack, "web replicas Ready", lambda: len([
-        p for p in rack.get("pods", "-n", WEB_NS, "-l", "app=web")["items"]
+        p for p in inside.get("pods", "-n", WEB_NS, "-l", "app=web")["items"]
         if any(c["type"] == "Ready" and c["status"] == "True"
                for c in (p.get("status") or {}).get("conditions", []))]) == 2, timeout=60)
     blocked_node = next(n for n in workers if groups[n] == "demo-workers-b")
-    _apply(rack, {"apiVersion": "v1", "kind": "Pod",
+    _apply(inside, {"apiVersion": "v1", "kind": "Pod",
                   "metadata": {"name": "blocker", "namespace": WEB_NS,
                                "labels": {"app": "blocker"}},
                   "spec": {"nodeName": blocked_node,
                            "containers": [{"name": "c", "image": "busybox:1.36"}]}})
-    _apply(rack, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+    _apply(inside, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                   "metadata": {"name": "blocker", "namespace": WEB_NS},
                   "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "blocker"}}}})
     # A third party's lock on a group-a worker that cannot be released yet.
     failing_node = "demo-worker-3"
     assert groups[failing_node] == "demo-workers-a"
-    _apply(rack, {"apiVersion": "lcm.racksmith.io/v1alpha1", "kind": "NodeWorkloadLock",
+    _apply(inside, {"apiVersion": "lcm.racksmith.io/v1alpha1", "kind": "NodeWorkloadLock",
                   "metadata": {"name": f"e2e.{failing_node}"},
                   "spec": {"controllerName": "e2e", "nodeName": failing_node}})
     _lock_status(rack, f"e2e.{failing_node}", {"state": "failed",
@@ -301,7 +299,8 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
 
     boots_before = _boot_ids(rack)
     log = ev.EventLog(rack.home)
-    log.start(rack.server.kubeconfig)
+    cluster_kubeconfig = _cluster_kubeconfig(rack)
+    log.start(cluster_kubeconfig)
     start_rv = 0
     try:
         # Bump the release: a plan appears, with nothing commenced.
@@ -345,7 +344,7 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         assert _machine_states(plan)[failing_node]["state"] == "LockFailed"
         assert (_condition(plan, "LockFailed") or {}).get("status") == "True"
         assert failing_node in _nmrs(rack)
-        assert not rack.get("node", failing_node)["spec"].get("unschedulable"), \
+        assert not inside.get("node", failing_node)["spec"].get("unschedulable"), \
             "a node with a failed lock must not be drained"
         _lock_status(rack, f"e2e.{failing_node}", {"state": "inactive", "release": TARGET,
                                                     "errorMessage": None})
@@ -358,7 +357,6 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
                        for n in workers)
         wait_for(rack, "a worker mid-update", worker_mid_update, timeout=600)
         log.stop()
-        cluster_kubeconfig = _cluster_kubeconfig(rack)
         member = _static_pods(rack, "demo-master-1")
         # The API server comes back on the same address: the host agents know only it.
         port = urlsplit(rack.server.url).port
@@ -380,7 +378,7 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
             "--port", str(port), "--apply-emulated-hosts",
             "--apply", str(EXAMPLES / "30-cluster.yaml")], hardware=HARDWARE)
         rack.server = restarted.server
-        log.start(rack.server.kubeconfig)
+        log.start(cluster_kubeconfig)
 
         # Group b: the blocker's budget never allows the eviction.
         plan = _wait_plan(rack, "the drain reported blocked", lambda p: (
@@ -389,7 +387,7 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         assert "blocker" in message and f"{WEB_NS}/blocker" in message, message
         assert blocked_node in message or "PodDisruptionBudget" in message, message
         assert _machine_states(plan)[blocked_node]["state"] == "Blocked"
-        rack.kubectl("delete", "pdb", "-n", WEB_NS, "blocker")
+        inside.kubectl("delete", "pdb", "-n", WEB_NS, "blocker")
 
         plan = _wait_plan(rack, "the plan Completed",
                           lambda p: p["status"].get("phase") == "Completed", 900)
@@ -416,17 +414,21 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         lcm = rack.get("lcmmachine", name)
         assert lcm["status"]["release"] == TARGET, name
         assert boots_after[name] != boots_before[name], f"{name} was not rebooted"
-        node = rack.get("node", name)
+        node = inside.get("node", name)
         assert not node["spec"].get("unschedulable"), f"{name} left cordoned"
         assert "lcm.racksmith.io/cordoned-by" not in node["metadata"].get("annotations", {})
         packages = json.loads((host_root(rack, rack.get("machine", name)["status"]["hostRef"]
                                          ["name"]) / "var/lib/racksmith/emulated/packages.json")
                               .read_text())
         assert packages.get("linux-image", {}).get("version") == "6.8.0-50", (name, packages)
+    assert inside.get("nodemaintenancerequests")["items"] == []
+    assert inside.get("clustermaintenancerequests")["items"] == []
+    # the management API holds none of the cluster's maintenance objects
     assert rack.get("nodemaintenancerequests")["items"] == []
-    assert rack.get("clustermaintenancerequests")["items"] == []
-    rack.kubectl("delete", "nodeworkloadlock", f"e2e.{failing_node}")
-    locks = rack.get("nodeworkloadlocks")["items"] + rack.get("clusterworkloadlocks")["items"]
+    assert rack.get("nodes")["items"] == []
+    inside.kubectl("delete", "nodeworkloadlock", f"e2e.{failing_node}")
+    locks = inside.get("nodeworkloadlocks")["items"] + \
+        inside.get("clusterworkloadlocks")["items"]
     assert locks and all((lk.get("status") or {}).get("state", "active") == "active"
                          for lk in locks), [(lk["metadata"]["name"], lk.get("status"))
                                             for lk in locks]
@@ -464,6 +466,16 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
     maintained = {e.obj["spec"]["nodeName"] for e in events
                   if e.kind == "nodemaintenancerequests"}
     assert maintained == set(ALL_MACHINES) - {"demo-worker-2"}
+    # No pod was evicted twice: one Evicted Event per pod (the node flow's,
+    # about the Node, in the cluster's API; a repeat would bump its count).
+    evicted: dict[str, int] = {}
+    for event in inside.get("events", "-A")["items"]:
+        if event.get("reason") != "Evicted":
+            continue
+        evicted[event["message"]] = evicted.get(event["message"], 0) + int(
+            event.get("count") or 1)
+    assert evicted, "no eviction recorded"
+    assert not {m: c for m, c in evicted.items() if c > 1}, evicted
 
 
 def test_graceful_reboot_request_reboots_a_worker(rack: Rack) -> None:
@@ -476,8 +488,9 @@ def test_graceful_reboot_request_reboots_a_worker(rack: Rack) -> None:
         rack.get("gracefulrebootrequest", "demo").get("status") or {}).get("phase")
         == "Completed", timeout=600)
     assert _boot_ids(rack)[node] != before
-    assert not rack.get("node", node)["spec"].get("unschedulable")
-    assert rack.get("nodemaintenancerequests")["items"] == []
+    inside = rack.cluster()
+    assert not inside.get("node", node)["spec"].get("unschedulable")
+    assert inside.get("nodemaintenancerequests")["items"] == []
 
 
 def test_the_guide_examples_run(rack: Rack) -> None:
@@ -489,7 +502,8 @@ def test_the_guide_examples_run(rack: Rack) -> None:
     try:
         outputs = [run_block(rack, b) for b in blocks]
     finally:
-        rack.kubectl("delete", "nodeworkloadlock", "storage.demo-worker-1", "--ignore-not-found")
+        rack.cluster().kubectl("delete", "nodeworkloadlock", "storage.demo-worker-1",
+                               "--ignore-not-found")
         rack.kubectl("delete", "updateautopause", "demo", "--ignore-not-found")
     joined = "\n".join(outputs)
     assert PLAN in joined and "KubeNodeNotReady" in joined

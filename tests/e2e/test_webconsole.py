@@ -6,9 +6,11 @@ real Ironic, host agents), finding everything by role and accessible name
 A wrong token is refused; the right one logs in. A host deleted and
 re-registered goes registering → inspecting → available on the open Hosts
 page, live. A machine created through the form deploys to Ready on its page,
-live. A volume created on the node's Volumes tab becomes Available; once a
+live. A volume created on the node's Volumes tab (in the cluster's own API,
+through the management API's cluster proxy) becomes Available; once a
 claim binds its PV, its Delete button is disabled with the reason; with the
-claim gone it is deleted from the page. A step of a new update plan is
+claim gone it is deleted from the page. The node-side objects are set up
+and checked in the cluster's own API (``rack.cluster()``). A step of a new update plan is
 commenced from the Updates page and its progress shows. The Events page
 lists events. Logged in as a viewer, what the role may not do is disabled
 with the reason. Each page's screenshot goes to the artifacts folder
@@ -284,8 +286,9 @@ def test_a_machine_created_in_the_form_deploys_live(ui: Console, rack: Rack,
 
 def test_a_volume_is_created_and_its_delete_is_disabled_while_bound(ui: Console,
                                                                     rack: Rack) -> None:
-    if rack.kubectl("get", "storageclass", STORAGE_CLASS, check=False).returncode != 0:
-        _apply(rack, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+    demo = rack.cluster()  # the Volume, its PV and the claim live in the cluster's own API
+    if demo.kubectl("get", "storageclass", STORAGE_CLASS, check=False).returncode != 0:
+        _apply(demo, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                       "metadata": {"name": STORAGE_CLASS},
                       "provisioner": "kubernetes.io/no-provisioner",
                       "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Retain",
@@ -305,20 +308,20 @@ def test_a_volume_is_created_and_its_delete_is_disabled_while_bound(ui: Console,
     page.get_by_role("button", name="Create volume").click()
     row = page.get_by_role("table", name="Volumes").locator(f'[data-name="{VOLUME}"]')
     expect(row.locator('[data-col="phase"]')).to_have_text("Available", timeout=300 * SECOND)
-    volume = rack.get("volume", VOLUME)
+    volume = demo.get("volume", VOLUME)
     assert volume["spec"]["nodeName"] == node
     assert volume["spec"]["sparseLoopDevice"]["size"] == "1Gi"
     delete = page.get_by_role("button", name=f"Delete {VOLUME}")
     expect(delete).to_be_enabled()
 
     # A claim binds its PV: Delete is disabled, with the reason.
-    rack.kubectl("create", "namespace", CLAIM_NS, check=False)
-    _apply(rack, {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+    demo.kubectl("create", "namespace", CLAIM_NS, check=False)
+    _apply(demo, {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                   "metadata": {"name": CLAIM, "namespace": CLAIM_NS},
                   "spec": {"storageClassName": STORAGE_CLASS, "volumeName": VOLUME,
                            "accessModes": ["ReadWriteOnce"],
                            "resources": {"requests": {"storage": "1Gi"}}}})
-    wait_for(rack, "the PV Bound", lambda: (rack.get("pv", VOLUME).get("status") or {}).get(
+    wait_for(rack, "the PV Bound", lambda: (demo.get("pv", VOLUME).get("status") or {}).get(
         "phase") == "Bound", timeout=120)
     expect(delete).to_be_disabled(timeout=60 * SECOND)
     reason = f"bound to claim {CLAIM_NS}/{CLAIM}"
@@ -329,13 +332,26 @@ def test_a_volume_is_created_and_its_delete_is_disabled_while_bound(ui: Console,
     ui.screenshot("volumes")
 
     # The claim goes: Delete works.
-    rack.kubectl("delete", "pvc", CLAIM, "-n", CLAIM_NS, timeout=120)
+    demo.kubectl("delete", "pvc", CLAIM, "-n", CLAIM_NS, timeout=120)
     expect(delete).to_be_enabled(timeout=60 * SECOND)
     page.once("dialog", lambda dialog: dialog.accept())
     delete.click()
+    # the console's DELETE reached the cluster (through the proxy) ...
+    wait_for(rack, "the volume deleted in the cluster", lambda: _deleting(demo, VOLUME),
+             timeout=60)
+    # ... and the volume, destroyed by its node, is gone from the page
     expect(row).to_have_count(0, timeout=180 * SECOND)
-    wait_for(rack, "the volume gone", lambda: rack.kubectl(
+    wait_for(rack, "the volume gone", lambda: demo.kubectl(
         "get", "volume", VOLUME, check=False).returncode != 0, timeout=60)
+    # the management API never held it
+    assert rack.kubectl("get", "volume", VOLUME, check=False).returncode != 0
+
+
+def _deleting(cluster: Rack, name: str) -> bool:
+    """Volume ``name`` is Terminating or gone in ``cluster``'s API."""
+    res = cluster.kubectl("get", "volume", name, "-o", "json", check=False)
+    return res.returncode != 0 or bool(json.loads(res.stdout)["metadata"].get(
+        "deletionTimestamp"))
 
 
 def test_an_update_step_is_commenced_and_progresses(ui: Console, rack: Rack) -> None:
@@ -417,7 +433,8 @@ def test_the_events_page_lists_events(ui: Console) -> None:
 def test_a_viewer_sees_what_their_role_may_not_do_disabled(console: Console, rack: Rack,
                                                            tmp_path: Path) -> None:
     """Logged in with a ``view`` token, the Delete machine button and the Create
-    volume form are disabled with the reason (SelfSubjectAccessReview)."""
+    volume form are disabled with the reason (SelfSubjectAccessReview; for the
+    volume, of the cluster proxy's ``create`` on ``clusters/proxy``)."""
     name = "console-viewer"
     kubeconfig = kubeconfig_path(rack.data_dir, name)
     if not kubeconfig.exists():
@@ -443,7 +460,8 @@ def test_a_viewer_sees_what_their_role_may_not_do_disabled(console: Console, rac
         "link", name="Volumes").click()
     expect(page.get_by_role("button", name="Create volume")).to_be_disabled(
         timeout=60 * SECOND)
-    expect(page.locator("#vol-create-why")).to_have_text("Your role may not create volumes.")
+    expect(page.locator("#vol-create-why")).to_have_text(
+        "Your role may not create volumes in cluster default/demo.")
     console.screenshot("viewer-machine-volumes")
     page.get_by_role("button", name="Log out").click()  # the next tests log in as admin
     errors = list(console.errors)

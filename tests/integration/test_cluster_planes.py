@@ -18,6 +18,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from racksmith.app.clusterplanes import planes
 from racksmith.controllers.cluster import cluster_controller
+from racksmith.controllers.volume import VolumeTimings, volume_controller
+from racksmith.controllers.volume.controller import ACCESS as VOLUME_ACCESS
 from racksmith.controlplane.identities import cluster_rbac
 from racksmith.controlplane.pki import KeyPair, issue_client
 from racksmith.emulator.workloads import ACCESS as WORKLOADS_ACCESS
@@ -25,12 +27,14 @@ from racksmith.emulator.workloads import NAMESPACE, WorkloadTimings, reference_w
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.kubeclient import api_client_with_certificate
-from racksmith.runtime.resources import NODES, PODS
+from racksmith.runtime.resources import NODES, PODS, PVS, STORAGE_CLASSES, VOLUMES
 from racksmith.runtime.source import Resource
 from tests.harness.controllers import running
 from tests.harness.process import ServerProc
 from tests.harness.wait import eventually
 from tests.integration.test_cluster_reachability import World, port_of, serve
+from tests.integration.test_volume_controller import Agent as VolumeAgent
+from tests.integration.test_volume_controller import agent_running
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -38,6 +42,7 @@ CLUSTER = "cluster.racksmith.io"
 IDENTITY = "reference-workloads"
 LOCKS = Resource("lcm.racksmith.io", "v1alpha1", "nodeworkloadlocks")
 TIMINGS = WorkloadTimings(busy_requeue=0.2, idle_requeue=0.5)
+VOLUME_TIMINGS = VolumeTimings(job_poll=0.2, resync=1.0)
 
 
 @pytest.fixture
@@ -141,5 +146,65 @@ async def test_each_cluster_is_served_in_its_own_api(client: ApiClient, ns: str,
                 await eventually(locked, "beta-3's lock while alpha is down")
     finally:
         for inside in admins.values():
+            await inside.api_client.close()
+        await tracker.close()
+
+
+async def test_a_volume_lives_and_goes_in_its_clusters_api(
+        client: ApiClient, ns: str, tmp_path: Path, procs: list[ServerProc]) -> None:
+    """The Volume controller in a cluster's own API (a RemotePlane): a Volume
+    there becomes Available with its PersistentVolume there, and its
+    deletion releases the device and removes both."""
+    world = World(client, ns)
+    tracker = ClusterClients(tmp_path / "clusters", probe_interval=0.3, probe_timeout=2.0)
+    inside: Client | None = None
+    try:
+        async with running(cluster_controller(client, namespace=ns, clusters=tracker,
+                                              identities=("volume",))):
+            await world.create(CLUSTER, "clusters", {
+                "apiVersion": f"{CLUSTER}/v1alpha1", "kind": "Cluster",
+                "metadata": {"name": "gamma"}, "spec": {"release": "rel-1"}})
+            ca = await world.ca("gamma")
+            procs.append(serve(tmp_path / "gamma", ca))
+            await world.patch(CLUSTER, "clusters", "gamma", {"spec": {
+                "controlPlaneEndpoint": {"host": "127.0.0.1", "port": port_of(procs[-1])}}})
+            inside = admin(tmp_path / "gamma", procs[-1].url, ca)
+            for obj in cluster_rbac({"volume": VOLUME_ACCESS.policy_rules()}):
+                plural = "clusterroles" if obj["kind"] == "ClusterRole" \
+                    else "clusterrolebindings"
+                await inside.create(Resource("rbac.authorization.k8s.io", "v1", plural), obj)
+            await world.says("gamma", "ControlPlaneReachable", "True", "Reachable")
+            plane = planes(lambda _n: as_client(client), ["volume"], tracker, None,
+                           reader=client)["volume"]
+            agent = VolumeAgent(inside.api_client, "n1")
+            async with running(volume_controller(client, timings=VOLUME_TIMINGS, plane=plane)), \
+                    agent_running(agent):
+                await node(inside, "n1")
+                await inside.create(STORAGE_CLASSES, {
+                    "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                    "metadata": {"name": "local"},
+                    "provisioner": "kubernetes.io/no-provisioner",
+                    "volumeBindingMode": "WaitForFirstConsumer"})
+                await inside.create(VOLUMES, {
+                    "apiVersion": "storage.racksmith.io/v1alpha1", "kind": "Volume",
+                    "metadata": {"name": "v1"},
+                    "spec": {"nodeName": "n1", "storageClassName": "local",
+                             "sparseLoopDevice": {"size": "1Gi"}}})
+
+                async def available() -> bool:
+                    vol = await inside.get(VOLUMES, None, "v1", live=True) or {}
+                    return (vol.get("status") or {}).get("phase") == "Available"
+                await eventually(available, "v1 Available in gamma's API")
+                assert await inside.get(PVS, None, "v1", live=True) is not None
+                assert await as_client(client).get(VOLUMES, None, "v1", live=True) is None
+                await inside.delete(VOLUMES, None, "v1")
+
+                async def gone() -> bool:
+                    return await inside.get(VOLUMES, None, "v1", live=True) is None and \
+                        await inside.get(PVS, None, "v1", live=True) is None
+                await eventually(gone, "v1 and its PV gone from gamma's API")
+                assert agent.ops("v1") == ["prepare", "unprepare"]
+    finally:
+        if inside is not None:
             await inside.api_client.close()
         await tracker.close()

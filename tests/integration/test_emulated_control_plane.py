@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 import yaml
 
-from racksmith.agent.clusterplane import ControlPlaneHost, parse_cluster_status
+from racksmith.agent.clusterplane import HAPROXY_CFG, ControlPlaneHost, parse_cluster_status
 from racksmith.agent.host import EmulatedHost, HostError
 from racksmith.agent.staticpods import StaticPods
 from racksmith.backup.service import snapshot_cluster
@@ -191,6 +191,19 @@ def test_three_hosts_form_a_stacked_control_plane(rig: Rig) -> None:
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before"},
         "data": {"k": "v"}})
     assert code == 201
+
+
+def test_the_endpoint_proxy_follows_the_members_between_passes(rig: Rig) -> None:
+    """A member that joined after a host's last kubeadm pass (here: a config
+    that lost its backends) is put back by ``refresh_proxy`` from the
+    cluster's ClusterStatus; an up-to-date proxy is left alone."""
+    host = rig.hosts["m1"]
+    good = host.read_file(HAPROXY_CFG)
+    assert good is not None
+    host.write_file(HAPROXY_CFG, good.split(b"backend")[0], 0o600)
+    assert asyncio.run(rig.plane("m1").refresh_proxy()) is True
+    assert host.read_file(HAPROXY_CFG) == good
+    assert asyncio.run(rig.plane("m1").refresh_proxy()) is False
 
 
 def test_the_controllers_reach_the_cluster_as_identities_of_their_own(rig: Rig) -> None:

@@ -17,7 +17,9 @@ operator changed it; every other one is put back as declared here.
 ``view`` never grants Secrets; ``edit`` does (as in Kubernetes: it can run
 pods that mount them anyway). Racksmith's aggregate-to-view also grants
 reading the infrastructure an operator looks at: Nodes, PersistentVolumes,
-StorageClasses; Racksmith's own kinds aggregate into ``view`` and ``edit``
+StorageClasses, and GET through a managed cluster's proxy
+(``clusters/proxy``; ``racksmith:aggregate-to-operator`` adds its writes);
+Racksmith's own kinds aggregate into ``view`` and ``edit``
 through the ClusterRoles their declarations make
 (``racksmith.kinds.crdgen.kind_roles``, applied with the CRDs).
 ``racksmith:operator`` aggregates what view aggregates plus
@@ -153,6 +155,9 @@ def bootstrap_objects() -> list[Obj]:
             _rule([""], ["nodes", "nodes/status", "persistentvolumes"], READ),
             _rule(["storage.k8s.io"], ["storageclasses"], READ),
             _rule(["coordination.k8s.io"], ["leases"], READ),
+            # reads inside a managed cluster through the management API's
+            # cluster proxy (racksmith.app.clusterproxy), as its identity there
+            _rule(["cluster.racksmith.io"], ["clusters/proxy"], ["get"]),
         ], labels={f"{AGGREGATE_TO}view": "true"}),
         # racksmith:operator: everything that aggregates into view (so never
         # Secrets or RBAC) plus the day-2 actions of racksmith:aggregate-to-operator
@@ -165,6 +170,8 @@ def bootstrap_objects() -> list[Obj]:
             _rule(["lcm.racksmith.io"], ["controlplanebackups"], ["create"]),
             _rule(["cluster.racksmith.io"], ["machines"], WRITE),
             _rule(["storage.racksmith.io"], ["volumes"], WRITE),
+            _rule(["cluster.racksmith.io"], ["clusters/proxy"],
+                  ["create", "delete", "patch", "update"]),
             _rule(["metal.racksmith.io"], ["baremetalhosts"], ["patch", "update"]),
             _rule([""], ["nodes"], ["patch", "update"]),
             _rule([""], ["pods/eviction"], ["create"]),

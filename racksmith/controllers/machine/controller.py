@@ -138,8 +138,9 @@ class MachineReconciler:
         machine = Machine.model_validate(raw_machine)
         observed, raw = await self._observe(machine, raw_machine)
         if observed is None:
-            # the cluster's API cannot be reached now: its Node is unknown,
-            # and a deleted Machine is never released undrained
+            # the cluster's API cannot be reached now: its Node is unknown
+            # (a deleted Machine is never released undrained, a Ready one
+            # never looks Node-less)
             return RequeueAfter(self.timings.cluster_unreachable)
         step = decide(observed)
         log = self.log.bind(kind="Machine", namespace=key.namespace, name=key.name)
@@ -179,7 +180,10 @@ class MachineReconciler:
                 raw.hosts[host.metadata.name or ""] = item
         raw.ipamhost = await self.client.get(IPAMHOSTS, ns, name)
         inside = await self.plane.client(ObjectKey(ns, machine.spec.cluster_name))
-        if inside is None and deleting and cluster is not None:
+        joined = machine.status is not None and machine.status.node_ref is not None
+        if inside is None and cluster is not None and (deleting or joined):
+            # its Node is unknown while its cluster's API cannot be reached:
+            # nothing is decided on a Node that only looks absent
             return None, raw
         if inside is not None:
             inside = inside.with_field_manager(n.FIELD_MANAGER)

@@ -25,7 +25,7 @@ class MachineTimings:
     resync: float = 300.0
     """Re-check a Machine at rest (Ready) this often."""
     cluster_unreachable: float = 10.0
-    """Look again at a deleted Machine whose cluster's API cannot be reached."""
+    """Look again at a Machine whose Node is unknown (its cluster's API cannot be reached)."""
     agent_token_seconds: int = 365 * 24 * 3600
     """Life of the token written into a host's user data (bound to its
     LCMMachine, so deleting the machine revokes it; the agent renews it when

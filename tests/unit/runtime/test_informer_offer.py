@@ -42,6 +42,19 @@ def test_a_late_answer_does_not_resurrect_a_deleted_object() -> None:
     assert informer.get(ObjectKey("", "n1")) == _node(6)
 
 
+def test_the_answer_of_the_write_that_deleted_does_not_resurrect_it() -> None:
+    # the stored copy is older than the deletion (an update removed the last
+    # finalizer: the object went at that update's resourceVersion)
+    informer = _synced()
+    informer._apply(key_of(_node(3)), _node(3))
+    informer._deleted(key_of(_node(5)), _node(5))
+    for late in (4, 5):
+        informer.offer(_node(late))
+        assert informer.get(ObjectKey("", "n1")) is None, late
+    informer.offer(_node(6))
+    assert informer.get(ObjectKey("", "n1")) == _node(6)
+
+
 def test_an_informer_that_is_not_running_takes_nothing() -> None:
     informer = SharedInformer(None, NODES)  # type: ignore[arg-type]
     informer.offer(_node(1))

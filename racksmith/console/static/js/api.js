@@ -1,6 +1,9 @@
 // Owns: the operator's token (sessionStorage), every HTTP call to the
 // Kubernetes API (same origin, bearer token), ApiError (a Status turned
-// into a message with its field causes) and the paths of every resource.
+// into a message with its field causes) and the paths of every resource:
+// the management API's (R) and the node-side ones each managed cluster
+// serves in its own API (N), reached through the management API's cluster
+// proxy (inCluster: /clusters/<ns>/<cluster>/proxy<path>).
 
 const TOKEN_KEY = "racksmith.token";
 
@@ -83,16 +86,37 @@ export const R = {
   plans: `${G.lcm}/clusterupdateplans`,
   backups: `${G.lcm}/controlplanebackups`,
   updateGroups: `${G.lcm}/updategroups`,
+  l2templates: `${G.ipam}/l2templates`,
+  events: "/api/v1/events",
+};
+
+/** Node-side collections (all namespaces, or cluster scope): they live in
+ *  each managed cluster's own API, so a path of N is always used through
+ *  inCluster(ns, cluster, path), never on its own. */
+export const N = {
+  nodes: "/api/v1/nodes",
+  pods: "/api/v1/pods",
+  pvs: "/api/v1/persistentvolumes",
+  pvcs: "/api/v1/persistentvolumeclaims",
+  storageClasses: "/apis/storage.k8s.io/v1/storageclasses",
+  volumes: `${G.storage}/volumes`,
   nodeMaintenance: `${G.lcm}/nodemaintenancerequests`,
+  clusterMaintenance: `${G.lcm}/clustermaintenancerequests`,
   clusterLocks: `${G.lcm}/clusterworkloadlocks`,
   nodeLocks: `${G.lcm}/nodeworkloadlocks`,
-  volumes: `${G.storage}/volumes`,
-  l2templates: `${G.ipam}/l2templates`,
-  nodes: "/api/v1/nodes",
-  pvs: "/api/v1/persistentvolumes",
-  events: "/api/v1/events",
-  storageClasses: "/apis/storage.k8s.io/v1/storageclasses",
 };
+
+/** Path `path` (of N, or an object under one) inside cluster `ns`/`cluster`,
+ *  through the management API's cluster proxy. */
+export function inCluster(ns, cluster, path) {
+  return `/clusters/${encodeURIComponent(ns)}/${encodeURIComponent(cluster)}/proxy${path}`;
+}
+
+/** "ns/name" of the cluster a Machine (or anything with spec.clusterName) belongs to. */
+export function clusterKeyOf(obj) {
+  const name = (obj && obj.spec && obj.spec.clusterName) || "";
+  return name ? `${obj.metadata.namespace}/${name}` : "";
+}
 
 const NAMESPACED_GROUP = {
   [R.hosts]: [G.metal, "baremetalhosts"],

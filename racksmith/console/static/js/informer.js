@@ -6,9 +6,12 @@
 // missed; replays are idempotent), with bookmarks; a dropped stream resumes
 // from the last resourceVersion seen, 410 Gone relists; the WATCH is a
 // WebSocket (see watch()). Subscribers are
-// called at most once per animation frame.
+// called at most once per animation frame. A node-side collection lives in
+// each managed cluster's own API: clusterInformer() is its informer in one
+// cluster, PerCluster follows the Clusters and keeps one per cluster (both
+// through the management API's cluster proxy, the same protocol).
 
-import { ApiError, get, keyOf, token } from "./api.js";
+import { ApiError, R, get, inCluster, keyOf, token } from "./api.js";
 
 const STOP_GRACE_MS = 5000;
 const WATCH_PROTOCOL = "watch.racksmith.io";
@@ -223,4 +226,93 @@ export function follow(informers, render) {
 export function stopAll() {
   for (const inf of Array.from(instances.values())) inf.stop();
   instances.clear();
+}
+
+/** The shared informer of node-side collection `path` (of N) in cluster
+ *  `clusterKey` ("ns/name"), through the cluster proxy. */
+export function clusterInformer(clusterKey, path, query = {}) {
+  const [ns, name] = clusterKey.split("/");
+  return informer(inCluster(ns, name, path), query);
+}
+
+/**
+ * Node-side collection `path` (of N) in every managed cluster: follows the
+ * Clusters and keeps one shared informer per cluster (dropped when the
+ * Cluster goes). Informer-like for follow() (subscribe, list, synced,
+ * error); of("ns/name") is one cluster's informer. A cluster whose API does
+ * not answer counts as synced (its informer says why in `error`), so one
+ * unreachable cluster never keeps a page "Loading…".
+ */
+export class PerCluster {
+  constructor(path, query = {}) {
+    this.path = path;
+    this.query = query;
+    this.clusters = informer(R.clusters);
+    this.parts = new Map(); // "ns/name" -> { inf, unsub }
+    this.subs = new Set();
+    this.unsubClusters = null;
+  }
+
+  subscribe(fn) {
+    this.subs.add(fn);
+    if (!this.unsubClusters) {
+      this.unsubClusters = this.clusters.subscribe(() => { this.sync(); this.notify(); });
+    } else schedule(() => fn(this));
+    return () => {
+      this.subs.delete(fn);
+      if (this.subs.size) return;
+      if (this.unsubClusters) { this.unsubClusters(); this.unsubClusters = null; }
+      for (const part of this.parts.values()) part.unsub();
+      this.parts.clear();
+    };
+  }
+
+  sync() {
+    const want = new Map(this.clusters.list().map((c) => [keyOf(c), c]));
+    for (const [key, part] of Array.from(this.parts)) {
+      if (!want.has(key)) { part.unsub(); this.parts.delete(key); }
+    }
+    for (const key of want.keys()) {
+      if (this.parts.has(key)) continue;
+      const inf = clusterInformer(key, this.path, this.query);
+      this.parts.set(key, { inf, unsub: inf.subscribe(() => this.notify()) });
+    }
+  }
+
+  notify() {
+    for (const fn of Array.from(this.subs)) {
+      try { fn(this); } catch (e) { console.error(e); }
+    }
+  }
+
+  /** One cluster's informer ("ns/name"), or undefined while it is not followed. */
+  of(clusterKey) {
+    const part = this.parts.get(clusterKey);
+    return part ? part.inf : undefined;
+  }
+
+  /** The objects of one cluster (none while it is not followed). */
+  listIn(clusterKey) {
+    const inf = this.of(clusterKey);
+    return inf ? inf.list() : [];
+  }
+
+  /** Whether one cluster's objects are all known (or its API does not answer). */
+  syncedIn(clusterKey) {
+    const inf = this.of(clusterKey);
+    return !!inf && (inf.synced || !!inf.error);
+  }
+
+  /** Every cluster's objects. */
+  list() { return Array.from(this.parts.values()).flatMap((p) => p.inf.list()); }
+
+  get synced() {
+    return this.clusters.synced
+      && Array.from(this.parts.values()).every((p) => p.inf.synced || !!p.inf.error);
+  }
+
+  get error() {
+    const broken = Array.from(this.parts.entries()).filter(([, p]) => p.inf.error);
+    return broken.length ? broken.map(([k, p]) => `${k}: ${p.inf.error}`).join("; ") : null;
+  }
 }

@@ -4,10 +4,10 @@
 // conditions, state items, recent events, "Delete machine"), Volumes (the
 // node's volumes: volumes-tab.js) and Events (every event of the machine).
 
-import { ApiError, objectPath, R, remove } from "../api.js";
+import { ApiError, N, clusterKeyOf, objectPath, R, remove } from "../api.js";
 import { denied } from "../permissions.js";
 import { age, badge, condition, facts, h, link, progress, section, table, tabs, time } from "../dom.js";
-import { follow, informer } from "../informer.js";
+import { clusterInformer, follow, informer } from "../informer.js";
 import { machineProgress } from "../model.js";
 import { hostOf, machinePhase, morph, nodeBadge } from "./machines.js";
 import { mountVolumes } from "./volumes-tab.js";
@@ -111,8 +111,12 @@ export function mount(el, params, ctx) {
   }
 
   // --- overview ---
-  const infs = [machines, events, informer(R.hosts), informer(R.lcmMachines), informer(R.nodes)];
-  const [, , hosts, lcms, nodes] = infs;
+  const infs = [machines, events, informer(R.hosts), informer(R.lcmMachines)];
+  const [, , hosts, lcms] = infs;
+  // The Node lives in the machine's cluster's own API: followed once the
+  // machine (and so its cluster) is known.
+  let nodes = null;
+  let unfollowNodes = () => {};
   const phaseBox = h("span");
   const progressBox = h("div", { class: "deploy deploy-big" });
   const progressLabel = h("p", { class: "deploy-label", role: "status", "aria-live": "polite" });
@@ -172,7 +176,11 @@ export function mount(el, params, ctx) {
     const st = m.status || {};
     const host = hostOf(m, hosts);
     const lcm = lcms.get(key);
-    const node = nodes.get((st.nodeRef || {}).name || name);
+    if (!nodes && clusterKeyOf(m)) {
+      nodes = clusterInformer(clusterKeyOf(m), N.nodes);
+      unfollowNodes = follow([nodes], render);
+    }
+    const node = nodes ? nodes.get((st.nodeRef || {}).name || name) : undefined;
     const p = machineProgress(m, host, lcm);
     morph(phaseBox, h("span", { "data-col": "phase" }, badge(machinePhase(m))));
     morph(progressBox, progress(p.percent, "Deploy progress"));
@@ -200,7 +208,7 @@ export function mount(el, params, ctx) {
       ["Host", ref ? link(`#/hosts/${encodeURIComponent(ref.namespace || ns)}/${encodeURIComponent(ref.name)}`,
                           ref.name) : h("span", { class: "muted" }, "none claimed yet")],
       ["Host state", host ? badge(((host.status || {}).provisioning || {}).state) : null],
-      ["Node", h("span", {}, (st.nodeRef || {}).name || name, " ", nodeBadge(node, nodes.synced))],
+      ["Node", h("span", {}, (st.nodeRef || {}).name || name, " ", nodeBadge(node, !!nodes && nodes.synced))],
       ["Addresses", (st.addresses || []).length
         ? h("ul", { class: "plain" }, st.addresses.map((a) => h("li", {}, `${a.type}: ${a.address}`)))
         : null],
@@ -223,5 +231,5 @@ export function mount(el, params, ctx) {
   };
   const unfollow = follow(infs, render);
   const tick = setInterval(render, 10000); // ages
-  return () => { clearInterval(tick); unfollow(); };
+  return () => { clearInterval(tick); unfollow(); unfollowNodes(); };
 }

@@ -6,9 +6,9 @@
 // transitions survive live updates. Event handlers of morphed elements must
 // depend only on stable keys (names), never on the object they were built from.
 
-import { R } from "../api.js";
+import { N, R, clusterKeyOf } from "../api.js";
 import { age, badge, h, link, progress, table } from "../dom.js";
-import { follow, informer } from "../informer.js";
+import { PerCluster, follow, informer } from "../informer.js";
 import { machineProgress, nodeReady } from "../model.js";
 
 // --- morph --------------------------------------------------------------------
@@ -100,7 +100,8 @@ export function progressCell(machine, host, lcm, label) {
 
 export function mount(el, _params, _ctx) {
   const infs = { machines: informer(R.machines), hosts: informer(R.hosts),
-                 lcm: informer(R.lcmMachines), nodes: informer(R.nodes) };
+                 lcm: informer(R.lcmMachines) };
+  const nodes = new PerCluster(N.nodes); // each in its cluster's own API
   const summary = h("p", { class: "muted", role: "status", "aria-live": "polite" });
   const box = h("div");
   el.append(
@@ -132,8 +133,11 @@ export function mount(el, _params, _ctx) {
         { key: "progress", title: "Deploy progress", render: (m) => progressCell(m,
           hostOf(m, infs.hosts), infs.lcm.get(`${m.metadata.namespace}/${m.metadata.name}`),
           `Deploy progress of ${m.metadata.name}`) },
-        { key: "node", title: "Node", render: (m) =>
-          nodeBadge(infs.nodes.get(((m.status || {}).nodeRef || {}).name || m.metadata.name), infs.nodes.synced) },
+        { key: "node", title: "Node", render: (m) => {
+          const inCluster = nodes.of(clusterKeyOf(m));
+          return nodeBadge(inCluster && inCluster.get(((m.status || {}).nodeRef || {}).name || m.metadata.name),
+                           nodes.syncedIn(clusterKeyOf(m)));
+        } },
         { key: "host", title: "Host", render: (m) => {
           const ref = (m.status || {}).hostRef;
           if (!ref) return h("span", { class: "muted" }, "none yet");
@@ -145,7 +149,7 @@ export function mount(el, _params, _ctx) {
       ],
     }));
   };
-  const unfollow = follow(Object.values(infs), render);
+  const unfollow = follow([...Object.values(infs), nodes], render);
   const tick = setInterval(render, 10000); // ages
   return () => { clearInterval(tick); unfollow(); };
 }

@@ -2,17 +2,18 @@
 // from its master/etcd machines' Nodes, machines ready, release, open
 // update), counts of hosts, machines and volumes by state, the newest
 // backups of the control plane (ControlPlaneBackups), and the firing alerts
-// of the Alertmanager racksmith up reads (polled every 10 s).
+// of the Alertmanager racksmith up reads (polled every 10 s). Nodes and
+// Volumes are read from each cluster's own API, through the cluster proxy.
 
-import { alerts, R } from "../api.js";
+import { alerts, keyOf, N, R } from "../api.js";
 import { badge, fill, h, link, progress, section, table } from "../dom.js";
-import { follow, informer } from "../informer.js";
+import { PerCluster, follow, informer } from "../informer.js";
 import { controlPlaneHealth, countBy, hostState, planDone } from "../model.js";
 
 export function mount(el, _params, _ctx) {
   const infs = {
     clusters: informer(R.clusters), machines: informer(R.machines), hosts: informer(R.hosts),
-    nodes: informer(R.nodes), volumes: informer(R.volumes), plans: informer(R.plans),
+    nodes: new PerCluster(N.nodes), volumes: new PerCluster(N.volumes), plans: informer(R.plans),
     backups: informer(R.backups),
   };
   const clustersBox = h("div");
@@ -26,7 +27,6 @@ export function mount(el, _params, _ctx) {
             section("Firing alerts", alertsBox));
 
   const render = () => {
-    const nodes = new Map(infs.nodes.list().map((n) => [n.metadata.name, n]));
     const machines = infs.machines.list();
     const plans = infs.plans.list();
     const clusters = infs.clusters.list();
@@ -38,6 +38,7 @@ export function mount(el, _params, _ctx) {
         columns: [
           { key: "name", title: "Cluster", render: (c) => `${c.metadata.namespace}/${c.metadata.name}` },
           { key: "controlPlane", title: "Control plane", render: (c) => {
+            const nodes = new Map(infs.nodes.listIn(keyOf(c)).map((n) => [n.metadata.name, n]));
             const cp = controlPlaneHealth(c.metadata.name, machines, nodes);
             const word = !cp.total ? "none" : cp.healthy ? "Healthy"
               : cp.quorum ? "Degraded" : "Down";

@@ -4,15 +4,17 @@
 // steps as a timeline with Commence/Pause buttons (JSON patches of
 // spec.steps[i].commence, each guarded by a `test` of the step's id), the
 // per-machine progress, the locks holding the update back, the
-// NodeMaintenanceRequests and the plan's conditions. All live (informers);
+// NodeMaintenanceRequests and the plan's conditions. All live (informers;
+// the locks and maintenance requests from the plan's cluster's own API,
+// through the cluster proxy);
 // each render is morphed into the page (nodes reused), and buttons carry
 // data only (one delegated click handler), so a click, the focus and the
 // progress transitions survive the plan's frequent status updates.
 
-import { ApiError, jsonPatch, objectPath, R } from "../api.js";
+import { ApiError, N, jsonPatch, objectPath, R } from "../api.js";
 import { denied } from "../permissions.js";
 import { age, badge, duration, facts, fill, h, link, progress, section, table, time } from "../dom.js";
-import { follow, informer } from "../informer.js";
+import { PerCluster, follow, informer } from "../informer.js";
 import {
   blockingLocks, commenceableStepIds, commenceOps, pausableStepIds, planDone, planProgress,
   stepStarted, stepStatuses,
@@ -76,8 +78,8 @@ function describeError(e) {
 export function mount(el, params, ctx) {
   const [ns, name] = params;
   const infs = {
-    plans: informer(R.plans), clusterLocks: informer(R.clusterLocks),
-    nodeLocks: informer(R.nodeLocks), nodeMaintenance: informer(R.nodeMaintenance),
+    plans: informer(R.plans), clusterLocks: new PerCluster(N.clusterLocks),
+    nodeLocks: new PerCluster(N.nodeLocks), nodeMaintenance: new PerCluster(N.nodeMaintenance),
     machines: informer(R.machines), // roles shown under each machine's name
   };
   // Write state survives re-renders: the request running per plan, errors
@@ -294,16 +296,19 @@ export function mount(el, params, ctx) {
 
   function locks(plan, now) {
     const ns = plan.metadata.namespace;
-    const nmrs = infs.nodeMaintenance.list();
+    const inCluster = `${ns}/${plan.spec.cluster}`;
+    const nmrs = infs.nodeMaintenance.listIn(inCluster);
+    const clusterLocks = infs.clusterLocks.listIn(inCluster);
+    const nodeLocks = infs.nodeLocks.listIn(inCluster);
     const inMaintenance = new Set(nmrs.map((r) => (r.spec || {}).nodeName || r.metadata.name));
     for (const m of ((plan.status || {}).machines) || []) {
       if (m.phase === "InProgress" || m.phase === "Stuck") inMaintenance.add(m.name);
     }
     const lockObjs = new Map([
-      ...infs.clusterLocks.list().map((l) => [`ClusterWorkloadLock/${l.metadata.name}`, l]),
-      ...infs.nodeLocks.list().map((l) => [`NodeWorkloadLock/${l.metadata.name}`, l])]);
+      ...clusterLocks.map((l) => [`ClusterWorkloadLock/${l.metadata.name}`, l]),
+      ...nodeLocks.map((l) => [`NodeWorkloadLock/${l.metadata.name}`, l])]);
     const rows = planDone(plan) ? []
-      : blockingLocks(infs.clusterLocks.list(), infs.nodeLocks.list(), inMaintenance);
+      : blockingLocks(clusterLocks, nodeLocks, inMaintenance);
     const lockMessage = (r) => {
       if (r.message) return r.message;
       const ip = (((lockObjs.get(`${r.kind}/${r.name}`) || {}).status) || {}).inactivationProgress;

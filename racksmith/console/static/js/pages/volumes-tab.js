@@ -3,11 +3,14 @@
 // with their PersistentVolume, a "Create a volume" form (sparse file, raw
 // block device or LVM logical volume) and deletion — refused, with the
 // reason shown, when model.volumeDeletionBlocker says so (a Bound PV).
+// Volumes, PVs and StorageClasses live in the machine's cluster's own API
+// (spec.clusterName, in the machine's namespace): read, created and deleted
+// through the cluster proxy, whose verbs the user's role must allow.
 
-import { ApiError, create, R, remove } from "../api.js";
-import { denied } from "../permissions.js";
+import { ApiError, N, R, clusterKeyOf, create, inCluster, remove } from "../api.js";
+import { deniedInCluster } from "../permissions.js";
 import { badge, condition, fill, h, progress, section, table } from "../dom.js";
-import { follow, informer } from "../informer.js";
+import { clusterInformer, follow, informer } from "../informer.js";
 import { volumeDeletionBlocker } from "../model.js";
 import { morph } from "./machines.js";
 
@@ -40,11 +43,35 @@ function field(id, label, input, hint) {
            hint ? h("p", { class: "hint", id: `${id}-hint` }, hint) : null);
 }
 
-export function mountVolumes(el, _ns, machineName, ctx) {
+/** The tab: once the machine (and so its cluster) is known, its volumes. */
+export function mountVolumes(el, ns, machineName, ctx) {
+  const machines = informer(R.machines);
+  const wait = h("div");
+  el.append(wait);
+  let inner = null;
+  const unfollow = follow([machines], () => {
+    if (inner) return;
+    const m = machines.get(`${ns}/${machineName}`);
+    const clusterKey = m ? clusterKeyOf(m) : "";
+    if (!clusterKey) {
+      morph(wait, h("p", machines.synced ? { role: "alert" } : { class: "muted" },
+        machines.synced ? `Machine ${ns}/${machineName} does not exist (or was just deleted).`
+          : "Loading…"));
+      return;
+    }
+    wait.remove();
+    inner = mountClusterVolumes(el, clusterKey, machineName, ctx);
+  });
+  return () => { unfollow(); if (inner) inner(); };
+}
+
+function mountClusterVolumes(el, clusterKey, machineName, ctx) {
   const node = machineName;
-  const vols = informer(R.volumes);
-  const pvs = informer(R.pvs);
-  const classes = informer(R.storageClasses);
+  const [clusterNs, clusterName] = clusterKey.split("/");
+  const volumesPath = inCluster(clusterNs, clusterName, N.volumes);
+  const vols = clusterInformer(clusterKey, N.volumes);
+  const pvs = clusterInformer(clusterKey, N.pvs);
+  const classes = clusterInformer(clusterKey, N.storageClasses);
 
   // --- the create form ---
   const vName = h("input", { id: "vol-name", type: "text", required: true, autocomplete: "off",
@@ -87,7 +114,7 @@ export function mountVolumes(el, _ns, machineName, ctx) {
   const createWhy = h("p", { class: "hint", id: "vol-create-why" });
   submit.after(createWhy);
   const checkCreate = () => {
-    const why = denied("create", "storage.racksmith.io", "volumes", "", checkCreate);
+    const why = deniedInCluster("create", "volumes", clusterKey, checkCreate);
     submit.disabled = !!why;
     createWhy.textContent = why || "";
     if (why) submit.setAttribute("aria-describedby", createWhy.id);
@@ -127,7 +154,7 @@ export function mountVolumes(el, _ns, machineName, ctx) {
     if (backend === "lvmLogicalVolume") spec.lvmLogicalVolume = { vgName: vVg.value.trim(), size: vSize.value.trim() };
     submit.disabled = true;
     try {
-      await create(R.volumes, { apiVersion: "storage.racksmith.io/v1alpha1", kind: "Volume",
+      await create(volumesPath, { apiVersion: "storage.racksmith.io/v1alpha1", kind: "Volume",
                                 metadata: { name }, spec });
       showFormError("");
       formErr.removeAttribute("role");
@@ -151,18 +178,19 @@ export function mountVolumes(el, _ns, machineName, ctx) {
   // --- the table ---
   const listErr = h("div", { class: "form-error", id: "vol-delete-error" });
   const tableBox = h("div");
-  el.append(section(`Volumes of node ${node}`, form, listErr, tableBox));
+  el.append(section(`Volumes of node ${node}`,
+    h("p", { class: "hint" }, `In the API of cluster ${clusterKey}.`), form, listErr, tableBox));
 
   const onDelete = async (name) => {
     const v = vols.get(name);
     if (!v) return;
-    const why = volumeDeletionBlocker(v, pvs.get(name));
+    const why = volumeDeletionBlocker(v, pvs.get(name)) || deniedDelete();
     if (why) { listErr.setAttribute("role", "alert"); listErr.textContent = `Cannot delete: ${why}`; return; }
     if (!window.confirm(`Delete volume ${name}?\n\nIts PersistentVolume is removed and the agent ` +
       "destroys the storage (sparse file removed, device signatures wiped): its data is lost.")) return;
     listErr.textContent = "";
     try {
-      await remove(`${R.volumes}/${encodeURIComponent(name)}`);
+      await remove(`${volumesPath}/${encodeURIComponent(name)}`);
       ctx.notify(`Deleting volume ${name}.`);
     } catch (e) {
       listErr.setAttribute("role", "alert");
@@ -175,6 +203,7 @@ export function mountVolumes(el, _ns, machineName, ctx) {
     if (btn && !btn.disabled) onDelete(btn.getAttribute("data-delete"));
   });
 
+  const deniedDelete = () => deniedInCluster("delete", "volumes", clusterKey, () => render());
   const render = () => {
     const names = classes.list().map((c) => c.metadata.name).sort();
     const opts = names.length ? names.map((n) => [n, n])
@@ -188,7 +217,11 @@ export function mountVolumes(el, _ns, machineName, ctx) {
     }
     const rows = vols.list().filter((v) => (v.spec || {}).nodeName === node)
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-    if (!vols.synced && !rows.length) { morph(tableBox, h("p", { class: "muted" }, "Loading…")); return; }
+    if (!vols.synced && !rows.length) {
+      morph(tableBox, h("p", vols.error ? { role: "alert" } : { class: "muted" }, vols.error
+        ? `The API of cluster ${clusterKey} does not answer: ${vols.error}` : "Loading…"));
+      return;
+    }
     morph(tableBox, table({
       label: "Volumes", rowKey: (v) => v.metadata.name, rows,
       empty: `No volume on ${node} yet.`,
@@ -219,7 +252,7 @@ export function mountVolumes(el, _ns, machineName, ctx) {
         } },
         { key: "actions", title: "Actions", render: (v) => {
           const name = v.metadata.name;
-          const why = volumeDeletionBlocker(v, pvs.get(name));
+          const why = volumeDeletionBlocker(v, pvs.get(name)) || deniedDelete();
           const whyId = `vol-why-${name}`;
           return h("div", { class: "cell-action" },
             h("button", { type: "button", class: "danger", "data-delete": name,
