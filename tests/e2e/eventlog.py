@@ -11,7 +11,11 @@ increasing resourceVersion, so sorting the events of all kinds by it gives
 the exact order in which the server committed them — the replay walks that
 order and checks, after every event, what must hold at every moment.
 
-Restarting the API server (the kill -9 test) restarts the watches. The
+A watch that the server or the cluster's endpoint proxy ends (a member's
+API server or HAProxy restarting) is resumed at once from the last
+resourceVersion it told, as an informer resumes: nothing is missed.
+
+Restarting the log (around the kill -9 test) restarts the watches. The
 restarted control plane writes while the watches are off (a machine
 finished, its request deleted; the next one started): the new listing
 records, at its resourceVersion, a DELETED event for every object the log
@@ -77,6 +81,7 @@ class EventLog:
         """(after, up to]: resourceVersions the watches were off for (see the module docstring)."""
         self.errors: list[Obj] = []
         """Watch ERROR events (a watch that could not go on): the log is incomplete."""
+        self._stopping = threading.Event()
 
     def start(self, kubeconfig: Path) -> None:
         """List every kind and watch it from its listing (see the module docstring)."""
@@ -86,20 +91,36 @@ class EventLog:
             known.apply(ev)
         last_seen = max((ev.rv for ev in so_far), default=0)
         listed = 0
+        self._stopping.clear()
         for kind in KINDS:
             rv = self._list(kubeconfig, kind, known)
             listed = max(listed, rv)
+            thread = threading.Thread(target=self._follow, args=(kind, kubeconfig, rv),
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        if known.objects:
+            self.blind.append((last_seen, listed))
+
+    def _follow(self, kind: str, kubeconfig: Path, rv: int) -> None:
+        """Watch ``kind`` from ``rv``; a watch the server (or the cluster's
+        endpoint proxy) ends is resumed from the last resourceVersion it
+        told, as an informer does: no event is missed."""
+        while not self._stopping.is_set():
             proc = subprocess.Popen(
                 [str(kubectl_path(33)), "get", "--raw",
                  f"{PATHS[kind]}?watch=1&resourceVersion={rv}", "--request-timeout=0"],
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                 env=self._env(kubeconfig))
-            thread = threading.Thread(target=self._read, args=(kind, proc), daemon=True)
-            thread.start()
-            self._procs.append(proc)
-            self._threads.append(thread)
-        if known.objects:
-            self.blind.append((last_seen, listed))
+            with self._lock:
+                self._procs.append(proc)
+            if self._stopping.is_set():  # stop() may have missed this one
+                proc.terminate()
+            rv = max(rv, self._read(kind, proc))
+            proc.wait()
+            with self._lock:
+                self._procs.remove(proc)
+            self._stopping.wait(0.5)
 
     def _env(self, kubeconfig: Path) -> dict[str, str]:
         return {"KUBECONFIG": str(kubeconfig), "HOME": str(self.home), "PATH": "/usr/bin:/bin"}
@@ -127,9 +148,12 @@ class EventLog:
         return rv
 
     def stop(self) -> None:
-        for proc in self._procs:
+        self._stopping.set()
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
             proc.terminate()
-        for proc in self._procs:
+        for proc in procs:
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
@@ -140,10 +164,12 @@ class EventLog:
         self._procs.clear()
         self._threads.clear()
 
-    def _read(self, kind: str, proc: subprocess.Popen[str]) -> None:
+    def _read(self, kind: str, proc: subprocess.Popen[str]) -> int:
+        """Log the events of one watch; the last resourceVersion it told."""
         assert proc.stdout is not None
         decoder = json.JSONDecoder()
         buf = ""
+        last = 0
         for chunk in iter(lambda: proc.stdout.readline() if proc.stdout else "", ""):
             buf += chunk
             while True:
@@ -165,6 +191,8 @@ class EventLog:
                         continue
                     rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
                     self._events.append(Event(rv, kind, kind_of_event, obj))
+                    last = max(last, rv)
+        return last
 
     def events(self) -> list[Event]:
         with self._lock:
