@@ -128,7 +128,7 @@ class RemotePlane:
 
     def __init__(self, management: Client, clusters: ClusterClients, identity: str,
                  access_of: AccessOf, clusters_resource: Resource, *,
-                 clock: Clock | None = None, retry: float = 5.0,
+                 clock: Clock | None = None, retry: float = 5.0, recheck: float = 60.0,
                  logger: Any = None) -> None:
         self.management = management
         self.tracker = clusters
@@ -137,10 +137,12 @@ class RemotePlane:
         self._clusters_resource = clusters_resource
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.retry = retry
+        self.recheck = recheck
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.runtime.planes").bind(identity=identity)
         self._watches: list[_Watch] = []
         self._running: dict[ObjectKey, list[asyncio.Task[None]]] = {}
+        self._on: dict[ObjectKey, Client] = {}
         self._follower: asyncio.Task[None] | None = None
         self._users = 0
 
@@ -175,8 +177,11 @@ class RemotePlane:
         return _PlaneSource(self, watch)
 
     async def _follow(self) -> None:
-        """Start and stop each cluster's watches as Clusters come and go, and
-        retry those whose access could not be read yet."""
+        """Start and stop each cluster's watches as Clusters come and go,
+        retry those whose access could not be read yet (every ``retry``
+        seconds) and, every ``recheck`` seconds or on a Cluster's change,
+        move a cluster's watches to its new Client when its access changed
+        (a renewed identity, a moved endpoint)."""
         informer = self.management.informer(self._clusters_resource)
         wake = asyncio.Event()
 
@@ -192,15 +197,16 @@ class RemotePlane:
                     if informer.has_synced else set(self._running)
                 for key in sorted(set(self._running) - present):
                     await self._stop(key)
+                for key in sorted(set(self._running) & present):
+                    if await self._moved(key):
+                        await self._stop(key)
                 pending = False
                 for key in sorted(present - set(self._running)):
                     if not await self._start(key):
                         pending = True
-                if pending:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), self.retry)
-                else:
-                    await wake.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(),
+                                           self.retry if pending else self.recheck)
         finally:
             informer.unsubscribe(handler, wake.set)
             await informer.release()
@@ -221,10 +227,20 @@ class RemotePlane:
             name=f"plane-{self.identity}-{key.namespace}/{key.name}-{w.resource.plural}")
             for w in self._watches]
         self._running[key] = tasks
+        self._on[key] = client
         self.log.info("watching cluster", cluster=str(key), resources=len(tasks))
         return True
 
+    async def _moved(self, key: ObjectKey) -> bool:
+        """Is there a new Client for ``key`` (its watches run on an old one)?"""
+        try:
+            client = await self.client(key)
+        except Exception:  # unreadable now: keep what runs
+            return False
+        return client is not None and client is not self._on.get(key)
+
     async def _stop(self, key: ObjectKey) -> None:
+        self._on.pop(key, None)
         for task in self._running.pop(key, []):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
