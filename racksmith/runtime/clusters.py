@@ -11,7 +11,8 @@ close, its key files go).
 
 Reachability is tracked apart from the work: ``track(key, access)`` keeps a
 background probe of the cluster's ``/readyz`` (every ``probe_interval``
-seconds, each bounded by ``probe_timeout``) and answers the last verdict at
+seconds, each bounded by ``probe_timeout``; every ``probe_retry`` seconds
+while it does not answer) and answers the last verdict at
 once, never waiting on the network; a change of verdict pushes the key to
 ``changes`` (a :class:`~racksmith.runtime.source.ChannelSource`), so the
 Cluster controller writes ``ControlPlaneReachable`` from it. An unreachable
@@ -101,10 +102,12 @@ class ClusterClients:
 
     def __init__(self, workdir: Path, *, clock: Clock | None = None,
                  probe_interval: float = 30.0, probe_timeout: float = 5.0,
+                 probe_retry: float = 2.0,
                  on_change: Callable[[ObjectKey], None] | None = None) -> None:
         self.workdir = workdir
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.probe_interval = probe_interval
+        self.probe_retry = min(probe_retry, probe_interval)
         self.probe_timeout = probe_timeout
         self.changes = ChannelSource()
         self._on_change = on_change
@@ -207,7 +210,10 @@ class ClusterClients:
                 self.changes.push(key)
                 if self._on_change is not None:
                     self._on_change(key)
-            await self.clock.sleep(self.probe_interval)
+            # a cluster that does not answer (yet) is asked again sooner: its
+            # work (held while it is unreachable) resumes soon after it serves
+            await self.clock.sleep(self.probe_interval if verdict.reachable
+                                   else self.probe_retry)
 
     # --- the end of a cluster ---------------------------------------------------
 
