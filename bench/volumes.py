@@ -37,9 +37,13 @@ p50/p90/max (Racksmith also split into apply → job started → host work done
 → Available), and CPU seconds: this process (the direct script with its
 mkfs/blkid children; or API server + controllers), the agents (with their
 mkfs/blkid children), the bench client (creates and watch) and everything
-else on the machine. Afterwards it checks the Racksmith side: every Volume Available
-with a deviceName, one PersistentVolume per Volume, one ext4 image file per
-Volume under its node's root. Exit status 1 if a check failed or a side
+else on the machine; and, for each side, its CPU floor — the CPU seconds
+of its own processes divided by the cores, the shortest wall time that work
+allows — with Racksmith's wall time over its floor (target ≤ 1.25: no
+waiting beyond the work itself) and the CPU per volume. Afterwards it
+checks the Racksmith side: every Volume Available with a deviceName, one
+PersistentVolume per Volume, one ext4 image file per Volume under its
+node's root. Exit status 1 if a check failed or a side
 failed or timed out.
 
 Only 127.0.0.1 is contacted. Every agent is stopped by PID (SIGTERM, then
@@ -673,7 +677,33 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
                  lat(r["result_to_available"]), "")]
     out.append(("CPU s: bench process / its children / agents / bench client / other",
                 cpu(r) if ok_r else "", cpu(d) if ok_d else ""))
+    cores = res["machine"]["nproc"] or 1
+    volumes = res["params"]["volumes"]
+    for side, x, ok in (("Racksmith", r, ok_r), ("direct", d, ok_d)):
+        if not ok:
+            continue
+        floor = cpu_floor(x, cores)
+        out.append((f"{side}: CPU floor (its processes' CPU s ÷ {cores} cores)",
+                    f"{floor:.2f} s" if side == "Racksmith" else "",
+                    f"{floor:.2f} s" if side == "direct" else ""))
+    if ok_r:
+        floor = cpu_floor(r, cores)
+        out.append(("Racksmith: wall ÷ its CPU floor (target ≤ 1.25)",
+                    f"{r['seconds'] / floor:.2f}" if floor > 0 else "n/a", ""))
+        out.append(("CPU per volume (its processes)",
+                    f"{own_cpu(r) / volumes * 1000:.1f} ms",
+                    f"{own_cpu(d) / volumes * 1000:.1f} ms" if ok_d else ""))
     return out
+
+
+def own_cpu(x: Obj) -> float:
+    """The CPU seconds of a side's own processes (not the rest of the machine)."""
+    return float(x["cpu_self_s"] + x["cpu_children_s"] + x["cpu_agents_s"] + x["cpu_client_s"])
+
+
+def cpu_floor(x: Obj, cores: int) -> float:
+    """The shortest wall time a side's own CPU work allows on ``cores`` cores."""
+    return own_cpu(x) / cores
 
 
 def print_table(res: Obj) -> None:
