@@ -10,7 +10,8 @@ the emulated ramdisk agent, the emulated OS boot and the host agents):
   ``provisioned``: plain provisioning, the floor the cluster layer builds on;
 * **cluster**: the N hosts applied bare, plus ``examples/cluster``'s
   release, subnets, L2 template and cluster, plus N Machines (3 masters with
-  etcd, the rest workers), until every Node is Ready and every Machine is
+  etcd, the rest workers), until every Node is Ready (read in the
+  cluster's own API, with its admin kubeconfig) and every Machine is
   ``Ready``: claim, IPAM, LCMMachine, user data, provisioning, the OS boot,
   the agent's state items, the kubelet's registration, roles.
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import copy
 import datetime as dt
@@ -42,6 +44,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,10 @@ from racksmith.app.logs import configure_logging
 from racksmith.app.manifests import load_manifests
 from racksmith.app.runner import Racksmith
 from racksmith.app.settings import Settings
+from racksmith.runtime.client import Client
+from racksmith.runtime.errors import ApiError
+from racksmith.runtime.kubeclient import api_client
+from racksmith.runtime.source import Resource
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,6 +67,8 @@ EXAMPLES = ROOT / "examples" / "cluster"
 MACHINES = "/apis/cluster.racksmith.io/v1alpha1/namespaces/default/machines"
 BMHS = "/apis/metal.racksmith.io/v1alpha1/namespaces/default/baremetalhosts"
 NODES = "/api/v1/nodes"
+KUBECONFIG_SECRET = "/api/v1/namespaces/default/secrets/demo-kubeconfig"
+NODE_RESOURCE = Resource("", "v1", "nodes")
 
 
 def cluster_objects(n: int) -> list[Obj]:
@@ -80,11 +89,43 @@ def cluster_objects(n: int) -> list[Obj]:
     return objs
 
 
+class ClusterNodes:
+    """The Nodes of cluster default/demo, listed in its own API (they live
+    there, not in the management API) with its admin kubeconfig (Secret
+    ``demo-kubeconfig``, written to ``workdir`` 0600 once it exists)."""
+
+    def __init__(self, session: Any, workdir: Path) -> None:
+        self.session = session
+        self.workdir = workdir
+        self.client: Client | None = None
+
+    async def __call__(self) -> list[Obj]:
+        if self.client is None:
+            async with self.session.get(KUBECONFIG_SECRET) as r:
+                if r.status != 200:
+                    return []
+                body = await r.json()
+            path = self.workdir / "demo.kubeconfig"
+            path.write_bytes(base64.b64decode(body["data"]["value"]))
+            path.chmod(0o600)
+            self.client = Client(await api_client(path))
+        try:
+            return await self.client.list(NODE_RESOURCE, live=True)
+        except (ApiError, OSError):
+            return []  # the cluster's API does not answer yet
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.api_client.close()
+
+
 class Poller:
     """When each object first met a condition, by listing every second."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any,
+                 nodes: Callable[[], Awaitable[list[Obj]]] | None = None) -> None:
         self.session = session
+        self.nodes = nodes
         self.reached: dict[str, dict[str, float]] = {}
 
     def _mark(self, what: str, name: str, now: float) -> None:
@@ -103,7 +144,7 @@ class Poller:
                 self._mark(st, h["metadata"]["name"], now)
             if st == "provisioned":
                 self._mark("available", h["metadata"]["name"], now)
-        for node in await self._list(NODES):
+        for node in await (self.nodes() if self.nodes is not None else self._list(NODES)):
             conds = {c["type"]: c["status"] for c in (node.get("status") or {})
                      .get("conditions") or []}
             if conds.get("Ready") == "True":
@@ -153,7 +194,8 @@ async def run_side(side: str, n: int, data_dir: Path, timeout: float, out: Obj) 
         else:
             objs = [*hosts, *cluster_objects(n)]
         async with prov.kube_session(rs, 8) as session:
-            poller = Poller(session)
+            nodes = ClusterNodes(session, data_dir) if side == "cluster" else None
+            poller = Poller(session, nodes)
             with prov.Meter(needle) as meter:
                 t0 = time.perf_counter()
                 for o in objs:
@@ -168,6 +210,8 @@ async def run_side(side: str, n: int, data_dir: Path, timeout: float, out: Obj) 
             for what in ("available", "provisioned", "node ready", "machine ready"):
                 if poller.reached.get(what):
                     out[what] = poller.per_host(what, t0)
+            if nodes is not None:
+                await nodes.close()
         print(f"  [{side}] done in {meter.seconds:.1f} s", flush=True)
     except Exception as exc:  # reported in the table, and the exit status
         out["error"] = f"{type(exc).__name__}: {exc}"
