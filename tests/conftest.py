@@ -20,6 +20,7 @@ from tests.harness.fixtures import (  # noqa: F401 (fixtures)
     module_api_server,
     module_http,
     ns,
+    procs,
     server_process,
     shared_client,
     shared_ns,

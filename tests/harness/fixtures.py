@@ -225,3 +225,12 @@ def check_loop_scopes(config: pytest.Config, items: list[pytest.Item]) -> None:
         raise pytest.UsageError(
             "async fixtures must run on the loop of their tests "
             "(see tests/harness/fixtures.py):\n  " + "\n  ".join(problems))
+
+
+@pytest.fixture
+def procs() -> Iterator[list[ServerProc]]:
+    """Processes a test starts (``start_server``): each killed by PID after it."""
+    started: list[ServerProc] = []
+    yield started
+    for proc in started:
+        proc.kill()

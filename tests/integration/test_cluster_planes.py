@@ -10,7 +10,6 @@ as its own identity there; with alpha's API down, beta's work goes on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,14 +42,6 @@ IDENTITY = "reference-workloads"
 LOCKS = Resource("lcm.racksmith.io", "v1alpha1", "nodeworkloadlocks")
 TIMINGS = WorkloadTimings(busy_requeue=0.2, idle_requeue=0.5)
 VOLUME_TIMINGS = VolumeTimings(job_poll=0.2, resync=1.0)
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProc]]:
-    started: list[ServerProc] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def admin(root: Path, url: str, ca: KeyPair) -> Client:

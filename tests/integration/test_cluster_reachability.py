@@ -8,7 +8,6 @@ Reachable; a deleted cluster is forgotten (its key files go)."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,14 +64,6 @@ def port_of(proc: ServerProc) -> int:
     port = urlsplit(proc.url).port
     assert port is not None
     return port
-
-
-@pytest.fixture
-def procs() -> Iterator[list[ServerProc]]:
-    started: list[ServerProc] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 async def test_reachability_per_cluster(client: ApiClient, ns: str, tmp_path: Path,
