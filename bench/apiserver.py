@@ -132,9 +132,11 @@ def _die_with_parent() -> None:
 
 def start_server(data_dir: Path, profile: Path | None = None,
                  command: tuple[str, ...] = ("apiserver",),
-                 extra: tuple[str, ...] = ()) -> Server:
+                 extra: tuple[str, ...] = (), ca_file: Path | None = None) -> Server:
     """Start ``racksmith <command>`` (default: the API server alone; the
-    approach of tests/harness/process.py) on port 0 and wait until /readyz is 200."""
+    approach of tests/harness/process.py) on port 0 and wait until /readyz is 200.
+    ``ca_file``: the CA its serving certificate is checked against (None: the
+    one it makes, DATA/pki/ca.crt; give the one of ``--tls-cert-file``)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "kubeconfig"
     log_path = data_dir / "server.log"
@@ -160,7 +162,7 @@ def start_server(data_dir: Path, profile: Path | None = None,
                     url = cfg["clusters"][0]["cluster"]["server"]
                     if not url.endswith(":0"):
                         server = Server(proc, data_dir, url, cfg["users"][0]["user"]["token"],
-                                        data_dir / "pki" / "ca.crt", log_path)
+                                        ca_file or data_dir / "pki" / "ca.crt", log_path)
             if server is not None and _ready(server):
                 return server
             time.sleep(0.1)

@@ -26,6 +26,11 @@ Only 127.0.0.1 is contacted; every process a run starts names its data dir
 on its command line and is killed at the end, whatever happened.
 
     .venv/bin/python bench/cluster.py [--hosts N] [--quick] [--json PATH]
+        [--only reference|cluster] [--profile PATH]
+
+``--only`` runs one side (no ratio); ``--profile`` writes a cProfile of the
+cluster side's process (this one: API server and controllers) to PATH, to
+look into where its CPU goes (the run is slower under the profiler).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import cProfile
 import datetime as dt
 import json
 import logging
@@ -223,7 +229,8 @@ async def run_side(side: str, n: int, data_dir: Path, timeout: float, out: Obj) 
 
 
 def rows(res: Obj) -> list[tuple[str, str]]:
-    ref, clu = res["reference"], res["cluster"]
+    ref, clu = res.get("reference") or {"error": "not run"}, \
+        res.get("cluster") or {"error": "not run"}
     out: list[tuple[str, str]] = []
 
     def secs(side: Obj) -> str:
@@ -248,10 +255,21 @@ def rows(res: Obj) -> list[tuple[str, str]]:
     return out
 
 
-async def run_all(tmp: Path, n: int, timeout: float, res: Obj) -> None:
-    for side in ("reference", "cluster"):
+async def run_all(tmp: Path, n: int, timeout: float, res: Obj,
+                  sides: tuple[str, ...] = ("reference", "cluster"),
+                  profile: Path | None = None) -> None:
+    for side in sides:
         res[side] = {}
-        await run_side(side, n, tmp / side, timeout, res[side])
+        profiler = cProfile.Profile() if profile is not None and side == "cluster" else None
+        if profiler is not None:
+            profiler.enable()
+        try:
+            await run_side(side, n, tmp / side, timeout, res[side])
+        finally:
+            if profiler is not None and profile is not None:
+                profiler.disable()
+                profiler.dump_stats(profile)
+                print(f"  [{side}] profile written to {profile}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -261,7 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per side")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     p.add_argument("--tmpdir", type=Path, help="where the data dirs go (default $TMPDIR)")
+    p.add_argument("--only", choices=("reference", "cluster"), help="run one side only")
+    p.add_argument("--profile", type=Path, metavar="PATH",
+                   help="write a cProfile of the cluster side to PATH")
     a = p.parse_args(argv)
+    sides = (a.only,) if a.only else ("reference", "cluster")
     n = max(3, a.hosts or (6 if a.quick else 50))
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
     configure_logging("warning")
@@ -272,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                             "loadavg_start": os.getloadavg()}}
     with tempfile.TemporaryDirectory(prefix="racksmith-bench-cluster-", dir=a.tmpdir) as d:
         try:
-            asyncio.run(run_all(Path(d), n, a.timeout, res))
+            asyncio.run(run_all(Path(d), n, a.timeout, res, sides, a.profile))
         finally:
             prov.reap(d)
     res["machine"]["loadavg_end"] = os.getloadavg()
@@ -285,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.json is not None:
         a.json.write_text(json.dumps(res, indent=2) + "\n")
         print(f"results written to {a.json}")
-    return 1 if any("error" in res[s] for s in ("reference", "cluster")) else 0
+    return 1 if any("error" in res[s] for s in sides) else 0
 
 
 if __name__ == "__main__":

@@ -34,8 +34,17 @@ Owns, for ``bench/update.py``:
 * ``ControllerProcess``: the update controller alone in its own process
   (``python bench/fleet.py controller ...``, this file's ``__main__``), so
   its CPU is read from ``/proc``; in the child every HTTP request of its
-  aiohttp sessions is counted (verb and resource) and the counts are written to a JSON file
-  on SIGUSR1.
+  aiohttp sessions is counted (verb and resource, and by API) and the counts are written
+  to a JSON file on SIGUSR1.
+
+Two topologies (``bench/update.py --one-api``): by default the cluster serves
+its own API, as every cluster of ``racksmith up`` does: its Nodes, its
+NodeMaintenanceRequests, ClusterMaintenanceRequests and workload locks are
+there (``CLUSTER_SIDE``), and the update controller reaches them through a
+``RemotePlane`` (its identity ``update``, the Secret
+``<cluster>-racksmith-update`` and ``Cluster.status.controlPlaneEndpoint`` in
+the management API, as the Cluster controller writes them); everything else
+is in the management API. With one API, all of it is in one.
 
 Only 127.0.0.1 is contacted. The child dies with its parent (PR_SET_PDEATHSIG).
 """
@@ -82,6 +91,8 @@ REBOOT_ANNOTATION = "reboot.metal.racksmith.io"
 NODES_PER_RACK = 20
 CREATE_CONCURRENCY = 16
 REQUEST_TIMEOUT = 60.0
+CLUSTER_SIDE = frozenset({"nodes", "nmrs", "cmrs"})
+"""The ``paths`` that are inside the cluster's own API (module doc)."""
 
 
 def rfc3339(t: float | None = None) -> str:
@@ -199,7 +210,7 @@ class ApiError(Exception):
 
 
 class Kube:
-    """A pooled HTTPS client with the admin token; counts its own requests."""
+    """A pooled HTTPS client with an admin token; counts its own requests."""
 
     def __init__(self, url: str, token: str, ca_path: Path, pool: int = 32) -> None:
         ctx = ssl.create_default_context(cafile=str(ca_path))
@@ -305,9 +316,11 @@ async def list_watch(kube: Kube, path: str, handler: Handler, listed: asyncio.Ev
 # --------------------------------------------------------------------------- seeding
 
 
-async def seed(kube: Kube, spec: FleetSpec) -> None:
-    """Create the fleet's objects (see the module doc), all at ``spec.source``."""
+async def seed(kube: Kube, spec: FleetSpec, inside: Kube | None = None) -> None:
+    """Create the fleet's objects (see the module doc), all at ``spec.source``;
+    the Nodes in ``inside``, the cluster's own API (None: ``kube``)."""
     p = paths(spec)
+    node_api = inside if inside is not None else kube
     ns = spec.namespace
     for name, version in ((spec.source, "1.0.0"), (spec.target, "1.1.0")):
         await kube.create(p["releases"], release(name, version))
@@ -338,10 +351,10 @@ async def seed(kube: Kube, spec: FleetSpec) -> None:
                   RACK_LABEL: spec.rack(i)}
         if spec.is_master(i):
             labels["node-role.kubernetes.io/control-plane"] = ""
-        await kube.create(p["nodes"], {"apiVersion": "v1", "kind": "Node",
-                                       "metadata": {"name": node, "labels": labels}})
-        await kube.merge(f"{p['nodes']}/{node}/status",
-                         {"status": node_status(node, first_boot_id(node), now)})
+        await node_api.create(p["nodes"], {"apiVersion": "v1", "kind": "Node",
+                                           "metadata": {"name": node, "labels": labels}})
+        await node_api.merge(f"{p['nodes']}/{node}/status",
+                             {"status": node_status(node, first_boot_id(node), now)})
         mlabels = {CLUSTER_LABEL: spec.cluster, RACK_LABEL: spec.rack(i)}
         if not spec.is_master(i):
             mlabels[GROUP_LABEL] = spec.group_of(i)
@@ -397,6 +410,8 @@ class Simulator:
 
     kube: Kube
     spec: FleetSpec
+    inside: Kube | None = None
+    """The cluster's own API (``CLUSTER_SIDE``); None: ``kube``."""
     nodes: dict[str, NodeState] = field(default_factory=dict)
     nmr_start: dict[str, float] = field(default_factory=dict)
     nmr_end: dict[str, float] = field(default_factory=dict)
@@ -424,6 +439,10 @@ class Simulator:
 
     # --- plumbing
 
+    def api(self, what: str) -> Kube:
+        """Where ``paths()[what]`` is served (module doc)."""
+        return self.inside if self.inside is not None and what in CLUSTER_SIDE else self.kube
+
     def _spawn(self, coro: Awaitable[None], name: str) -> None:
         task = asyncio.ensure_future(self._guard(coro, name))
         self._tasks.add(task)
@@ -443,7 +462,8 @@ class Simulator:
         watches = [("machines", self._on_machine), ("hosts", self._on_host),
                    ("nmrs", self._on_nmr), ("plans", self._on_plan)]
         listed = [asyncio.Event() for _ in watches]
-        tasks = [asyncio.create_task(list_watch(self.kube, self.p[k], h, ev), name=f"watch-{k}")
+        tasks = [asyncio.create_task(list_watch(self.api(k), self.p[k], h, ev),
+                                     name=f"watch-{k}")
                  for (k, h), ev in zip(watches, listed, strict=True)]
         tasks.append(asyncio.create_task(self._kubelets(), name="kubelets"))
         tasks.append(asyncio.create_task(self._agents(), name="agents"))
@@ -523,8 +543,8 @@ class Simulator:
             with contextlib.suppress(ValueError):
                 st.host_rv = int(bmh["metadata"].get("resourceVersion") or 0)
             st.boot_id = str(uuid.uuid4())
-            await self.kube.merge(f"{self.p['nodes']}/{node}/status",
-                                  {"status": node_status(node, st.boot_id, time.time())})
+            await self.api("nodes").merge(f"{self.p['nodes']}/{node}/status",
+                                          {"status": node_status(node, st.boot_id, time.time())})
             await self.kube.merge(f"{self.p['lcmmachines']}/{node}/status", {"status": {
                 "rebootRequired": False, "heartbeat": rfc3339()}})
             self.reboot_end[node] = time.perf_counter()
@@ -536,8 +556,9 @@ class Simulator:
         async def post(n: str) -> None:
             st = self.nodes[n]
             if not st.rebooting:
-                await self.kube.merge(f"{self.p['nodes']}/{n}/status",
-                                      {"status": node_status(n, st.boot_id, time.time())})
+                await self.api("nodes").merge(
+                    f"{self.p['nodes']}/{n}/status",
+                    {"status": node_status(n, st.boot_id, time.time())})
         await self._spread(self.spec.kubelet_seconds, post)
 
     async def _spread(self, period: float, op: Callable[[str], Awaitable[Any]]) -> None:
@@ -617,11 +638,12 @@ class ControllerProcess:
     _seq: int = 0
 
     @classmethod
-    def start(cls, kubeconfig: Path, workdir: Path, workers: int) -> ControllerProcess:
+    def start(cls, kubeconfig: Path, workdir: Path, workers: int,
+              cluster_api: bool = False) -> ControllerProcess:
         stats, log = workdir / "controller-stats.json", workdir / "controller.log"
         args = [sys.executable, str(Path(__file__).resolve()), "controller",
                 "--kubeconfig", str(kubeconfig), "--stats", str(stats),
-                "--workers", str(workers)]
+                "--workers", str(workers), *(["--cluster-api"] if cluster_api else [])]
         with log.open("wb") as fh:
             proc = subprocess.Popen(args, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
                                     env=dict(os.environ, PYTHONUNBUFFERED="1"),
@@ -700,8 +722,9 @@ def classify(method: str, resource_path: str, path_params: Any, query_params: An
     return f"{verb} {resource}"
 
 
-def install_call_counter() -> Counter[str]:
-    """Count every HTTP request of this process's aiohttp sessions, by ``classify``.
+def install_call_counter() -> tuple[Counter[str], Counter[str]]:
+    """Count every HTTP request of this process's aiohttp sessions, by
+    ``classify`` and by API (``host:port``).
 
     At the session, not ``ApiClient.call_api``: the runtime Client sends its
     requests straight onto the ApiClient's session (``Client._exchange``)."""
@@ -709,6 +732,7 @@ def install_call_counter() -> Counter[str]:
     from yarl import URL
 
     counts: Counter[str] = Counter()
+    apis: Counter[str] = Counter()
     original = aiohttp.ClientSession._request
 
     def request(self: Any, method: str, str_or_url: Any, *args: Any, **kwargs: Any) -> Any:
@@ -717,25 +741,37 @@ def install_call_counter() -> Counter[str]:
             query = dict(url.query)
             query.update({str(k): v for k, v in dict(kwargs.get("params") or {}).items()})
             counts[classify(method, url.path, None, query)] += 1
+            apis[f"{url.host}:{url.port}"] += 1
         return original(self, method, str_or_url, *args, **kwargs)
 
     aiohttp.ClientSession._request = request  # type: ignore[method-assign]
-    return counts
+    return counts, apis
 
 
-async def controller_main(kubeconfig: Path, stats: Path, workers: int) -> None:
-    """The child: the update controller under a Manager, counts written on SIGUSR1."""
-    counts = install_call_counter()
+async def controller_main(kubeconfig: Path, stats: Path, workers: int,
+                          cluster_api: bool = False) -> None:
+    """The child: the update controller under a Manager, counts written on
+    SIGUSR1. ``cluster_api``: it reaches the cluster's own API as
+    ``racksmith up`` wires it (a RemotePlane of identity ``update``)."""
+    counts, apis = install_call_counter()
+    from racksmith.app.clusterplanes import planes
     from racksmith.app.logs import configure_logging
     from racksmith.controllers.maintenance import NodeMaintenance
     from racksmith.controllers.update import update_controller
+    from racksmith.runtime.client import as_client
+    from racksmith.runtime.clusters import ClusterClients
     from racksmith.runtime.kubeclient import api_client_from_kubeconfig
     from racksmith.runtime.manager import Manager
+    from racksmith.runtime.planes import ClusterPlane
 
     configure_logging("warning")
     client = await api_client_from_kubeconfig(kubeconfig)
+    tracker = ClusterClients(stats.parent / "clusters") if cluster_api else None
+    plane: ClusterPlane | None = None
+    if tracker is not None:
+        plane = planes(lambda _n: as_client(client), ["update"], tracker, None)["update"]
     manager = Manager(client, [update_controller(client, workers=workers,
-                                                    node_flow=NodeMaintenance)])
+                                                    node_flow=NodeMaintenance, plane=plane)])
     loop = asyncio.get_running_loop()
     seq = 0
     ready = False
@@ -743,7 +779,8 @@ async def controller_main(kubeconfig: Path, stats: Path, workers: int) -> None:
     def write() -> None:
         tmp = stats.with_suffix(".tmp")
         tmp.write_text(json.dumps({"seq": seq, "ready": ready, "pid": os.getpid(),
-                                   "cpu_s": time.process_time(), "calls": dict(counts)}))
+                                   "cpu_s": time.process_time(), "calls": dict(counts),
+                                   "apis": dict(apis)}))
         tmp.replace(stats)
 
     def on_usr1() -> None:
@@ -772,6 +809,8 @@ async def controller_main(kubeconfig: Path, stats: Path, workers: int) -> None:
             await asyncio.wait_for(manager.stop(), 20)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        if tracker is not None:
+            await tracker.close()
         await client.close()
 
 
@@ -782,8 +821,10 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--kubeconfig", type=Path, required=True)
     c.add_argument("--stats", type=Path, required=True)
     c.add_argument("--workers", type=int, default=1)
+    c.add_argument("--cluster-api", action="store_true",
+                   help="the cluster's node-side objects are in its own API (module doc)")
     a = p.parse_args(argv)
-    asyncio.run(controller_main(a.kubeconfig, a.stats, a.workers))
+    asyncio.run(controller_main(a.kubeconfig, a.stats, a.workers, a.cluster_api))
     return 0
 
 

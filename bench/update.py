@@ -1,9 +1,16 @@
 """Benchmark of a cluster update: a 500-node emulated fleet, groups of concurrency 50.
 
-Owns the update part of ``make bench`` (issue 6). One run, three processes:
+Owns the update part of ``make bench``. One run, four processes:
 
-* the API server: ``racksmith apiserver`` (port 0, a temporary data dir,
-  Racksmith's CRDs), started and stopped by PID as ``bench/apiserver.py`` does;
+* the management API server: ``racksmith apiserver`` (port 0, a temporary
+  data dir, Racksmith's CRDs), started and stopped by PID as
+  ``bench/apiserver.py`` does;
+* the cluster's own API: a second ``racksmith apiserver`` on a cluster CA
+  (as each cluster of ``racksmith up`` serves its own), holding the Nodes,
+  NodeMaintenanceRequests, ClusterMaintenanceRequests and workload locks;
+  the update controller reaches it as ``racksmith up`` wires it, through a
+  RemotePlane with its own certificate there (``bench/fleet.py``).
+  ``--one-api``: no such process, everything in the management API;
 * the LCM update controller alone (``racksmith.controllers.update``'s
   ``update_controller`` under a ``Manager``, through the kubeconfig, as
   ``racksmith up`` wires it) in its own process, so its CPU is read from
@@ -33,10 +40,11 @@ Afterwards it checks the result: every LCMMachine at r2, every node
 rebooted exactly once, no NodeMaintenanceRequest, ClusterMaintenanceRequest,
 cordon or reboot annotation left, no group over its concurrency, no two
 control-plane machines at once. Exit status 1 if a check failed, the
-update did not complete, or something failed.
+update did not complete, or something failed. The controller's requests
+are counted over both APIs (and shown per API).
 
-    .venv/bin/python bench/update.py [--quick] [--nodes N] [--concurrency C]
-        [--apply-seconds A] [--reboot-seconds R] [--json PATH]
+    .venv/bin/python bench/update.py [--quick] [--one-api] [--nodes N]
+        [--concurrency C] [--apply-seconds A] [--reboot-seconds R] [--json PATH]
 """
 
 from __future__ import annotations
@@ -73,6 +81,10 @@ from fleet import (
     update_inputs,
 )
 
+from racksmith.controllers import in_cluster_access
+from racksmith.controlplane.identities import cluster_rbac, identity_secret
+from racksmith.controlplane.pki import KeyPair, issue_serving, new_ca
+from racksmith.filemodes import private_dir, write_private
 from racksmith.planners.update import (
     Schedule,
     lower_bound,
@@ -86,6 +98,8 @@ TARGET_RATIO = 1.05
 READY_TIMEOUT = 120.0
 CLEANUP_TIMEOUT = 30.0
 VERBS = ("GET", "LIST", "WATCH", "CREATE", "PATCH", "UPDATE", "DELETE")
+IDENTITY = "update"
+"""The update controller's identity inside the cluster (``CLUSTER_IDENTITIES``)."""
 
 
 def dist(values: list[float]) -> Obj:
@@ -159,9 +173,10 @@ def analyse(sim: Simulator, spec: FleetSpec, schedule: Schedule, t_bump: float,
     return out
 
 
-async def check(kube: Kube, sim: Simulator, spec: FleetSpec) -> list[str]:
+async def check(sim: Simulator, spec: FleetSpec) -> list[str]:
     """The world after the update (module doc)."""
     p = paths(spec)
+    kube = sim.kube
     problems: list[str] = []
     lcms = (await kube.get(p["lcmmachines"]))["items"]
     behind = [o["metadata"]["name"] for o in lcms
@@ -171,10 +186,10 @@ async def check(kube: Kube, sim: Simulator, spec: FleetSpec) -> list[str]:
         problems.append(f"{len(behind)} of {len(lcms)} LCMMachines not at {spec.target} "
                         f"(e.g. {behind[:3]})")
     for what in ("nmrs", "cmrs"):
-        left = [o["metadata"]["name"] for o in (await kube.get(p[what]))["items"]]
+        left = [o["metadata"]["name"] for o in (await sim.api(what).get(p[what]))["items"]]
         if left:
             problems.append(f"{len(left)} {what} left (e.g. {left[:3]})")
-    nodes = (await kube.get(p["nodes"]))["items"]
+    nodes = (await sim.api("nodes").get(p["nodes"]))["items"]
     cordoned = [o["metadata"]["name"] for o in nodes if (o.get("spec") or {}).get("unschedulable")]
     if cordoned:
         problems.append(f"{len(cordoned)} Nodes left cordoned (e.g. {cordoned[:3]})")
@@ -200,27 +215,74 @@ async def check(kube: Kube, sim: Simulator, spec: FleetSpec) -> list[str]:
 # --------------------------------------------------------------------------- the run
 
 
-def cpu_marks(server: Server, ctrl: ControllerProcess) -> Obj:
+def cpu_marks(server: Server, cluster: Server | None, ctrl: ControllerProcess) -> Obj:
     return {"t": time.perf_counter(), "server": server.cpu_seconds(),
+            "cluster": cluster.cpu_seconds() if cluster is not None else 0.0,
             "controller": ctrl.cpu_seconds(), "self": time.process_time(),
             "machine": machine_busy_seconds()}
 
 
 def cpu_delta(a: Obj, b: Obj) -> Obj:
     d = {k: b[k] - a[k] for k in a}
-    other = max(0.0, d["machine"] - d["server"] - d["controller"] - d["self"])
+    other = max(0.0, d["machine"] - d["server"] - d["cluster"] - d["controller"] - d["self"])
     return {"seconds": round(d["t"], 2), "controller_s": round(d["controller"], 2),
-            "server_s": round(d["server"], 2), "simulator_s": round(d["self"], 2),
-            "other_s": round(other, 2)}
+            "server_s": round(d["server"], 2), "cluster_server_s": round(d["cluster"], 2),
+            "simulator_s": round(d["self"], 2), "other_s": round(other, 2)}
 
 
-def calls_delta(a: Obj, b: Obj) -> dict[str, int]:
-    ca, cb = a.get("calls") or {}, b.get("calls") or {}
+def calls_delta(a: Obj, b: Obj, what: str = "calls") -> dict[str, int]:
+    ca, cb = a.get(what) or {}, b.get(what) or {}
     return {k: cb[k] - ca.get(k, 0) for k in sorted(cb) if cb[k] - ca.get(k, 0)}
 
 
+def api_names(apis: dict[str, int], server: Server, cluster: Server | None) -> dict[str, int]:
+    """The controller's request counts by API (``host:port`` → management/cluster)."""
+    def name(url: str) -> str:
+        return url.split("://", 1)[-1].rstrip("/")
+    known = {name(server.url): "management"}
+    if cluster is not None:
+        known[name(cluster.url)] = "cluster"
+    out: Counter[str] = Counter()
+    for hostport, n in apis.items():
+        out[known.get(hostport, hostport)] += n
+    return dict(out)
+
+
+def start_cluster_api(root: Path) -> tuple[Server, KeyPair]:
+    """The cluster's own API: ``racksmith apiserver`` on a fresh cluster CA
+    (serving certificate and ``--client-ca-file``, kubeadm's layout)."""
+    private_dir(root)
+    ca = new_ca("kubernetes")
+    serving = issue_serving(ca, "kube-apiserver", ["127.0.0.1"])
+    for name, data in (("ca.crt", ca.cert_pem), ("apiserver.crt", serving.cert_pem),
+                       ("apiserver.key", serving.key_pem)):
+        write_private(root / name, data)
+    private_dir(root / "data")
+    server = start_server(root / "data", extra=(
+        "--tls-cert-file", str(root / "apiserver.crt"),
+        "--tls-private-key-file", str(root / "apiserver.key"),
+        "--client-ca-file", str(root / "ca.crt")), ca_file=root / "ca.crt")
+    return server, ca
+
+
+async def open_cluster(kube: Kube, inside: Kube, spec: FleetSpec, cluster: Server,
+                       ca: KeyPair) -> None:
+    """What the Cluster controller and the cluster's init do for the update
+    controller: its identity Secret and the endpoint in the management API,
+    its role inside the cluster."""
+    ns = spec.namespace
+    await kube.create(f"/api/v1/namespaces/{ns}/secrets",
+                      identity_secret(ns, spec.cluster, IDENTITY, ca))
+    port = int(cluster.url.rsplit(":", 1)[1].rstrip("/"))
+    await kube.merge(f"{paths(spec)['clusters']}/{spec.cluster}/status", {"status": {
+        "controlPlaneEndpoint": {"host": "127.0.0.1", "port": port}}})
+    for obj in cluster_rbac({IDENTITY: in_cluster_access()[IDENTITY].policy_rules()}):
+        plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+        await inside.create(f"/apis/rbac.authorization.k8s.io/v1/{plural}", obj)
+
+
 async def run(spec: FleetSpec, workdir: Path, timeout: float, idle: float, workers: int,
-              res: Obj) -> None:
+              one_api: bool, res: Obj) -> None:
     schedule = planner(spec)
     res["planner"] = {"lower_bound_s": round(lower_bound(schedule), 2),
                       "makespan_s": round(schedule.makespan, 2),
@@ -230,33 +292,43 @@ async def run(spec: FleetSpec, workdir: Path, timeout: float, idle: float, worke
     print("  starting the API server ...", flush=True)
     server = await asyncio.to_thread(start_server, workdir / "server")
     kube = Kube(server.url, server.token, server.ca_path)
-    sim = Simulator(kube, spec)
+    cluster: Server | None = None
+    inside: Kube | None = None
     sim_task: asyncio.Task[None] | None = None
     ctrl: ControllerProcess | None = None
     try:
+        if not one_api:
+            print("  starting the cluster's own API ...", flush=True)
+            started, ca = await asyncio.to_thread(start_cluster_api, workdir / "cluster")
+            cluster = started
+            inside = Kube(started.url, started.token, started.ca_path)
+        sim = Simulator(kube, spec, inside)
         print(f"  seeding {spec.nodes} machines (Machine, LCMMachine, BMH, Node) ...", flush=True)
         t0 = time.perf_counter()
-        await seed(kube, spec)
+        await seed(kube, spec, inside)
+        if cluster is not None and inside is not None:
+            await open_cluster(kube, inside, spec, cluster, ca)
         res["seed_s"] = round(time.perf_counter() - t0, 2)
         sim_task = asyncio.create_task(sim.run(), name="simulator")
         await sim.wait_listed(60)
         print("  starting the update controller ...", flush=True)
-        ctrl = ControllerProcess.start(server.data_dir / "kubeconfig", workdir, workers)
+        ctrl = ControllerProcess.start(server.data_dir / "kubeconfig", workdir, workers,
+                                       cluster_api=not one_api)
         await ctrl.wait_ready(READY_TIMEOUT)
         res["controller_pid"] = ctrl.proc.pid
         await asyncio.sleep(2.0)  # its initial list and UpdateGroup defaults
         print(f"  idle fleet for {idle:.0f} s (kubelets and agents heartbeating) ...",
               flush=True)
-        s0, m0 = await ctrl.snapshot(), cpu_marks(server, ctrl)
+        s0, m0 = await ctrl.snapshot(), cpu_marks(server, cluster, ctrl)
         await asyncio.sleep(idle)
-        s1, m1 = await ctrl.snapshot(), cpu_marks(server, ctrl)
+        s1, m1 = await ctrl.snapshot(), cpu_marks(server, cluster, ctrl)
         res["idle"] = {**cpu_delta(m0, m1), "calls": calls_delta(s0, s1)}
         if sim.plan_seen:
             res["problems_pre"] = [f"a plan appeared before the release changed: "
                                    f"{sorted(sim.plan_seen)}"]
         print(f"  Cluster.spec.release {spec.source} → {spec.target}; waiting for the plan "
               "to complete ...", flush=True)
-        s2, m2 = await ctrl.snapshot(), cpu_marks(server, ctrl)
+        s2, m2 = await ctrl.snapshot(), cpu_marks(server, cluster, ctrl)
         t_bump = time.perf_counter()
         await kube.merge(f"{paths(spec)['clusters']}/{spec.cluster}",
                          {"spec": {"release": spec.target}})
@@ -269,16 +341,17 @@ async def run(spec: FleetSpec, workdir: Path, timeout: float, idle: float, worke
         finally:
             progress.cancel()
         t_done = time.perf_counter()
-        cleaned = await wait_cleanup(kube, sim, spec, CLEANUP_TIMEOUT)
-        s3, m3 = await ctrl.snapshot(), cpu_marks(server, ctrl)
-        res["update"] = {**cpu_delta(m2, m3), "calls": calls_delta(s2, s3)}
+        cleaned = await wait_cleanup(sim, spec, CLEANUP_TIMEOUT)
+        s3, m3 = await ctrl.snapshot(), cpu_marks(server, cluster, ctrl)
+        res["update"] = {**cpu_delta(m2, m3), "calls": calls_delta(s2, s3),
+                         "apis": api_names(calls_delta(s2, s3, "apis"), server, cluster)}
         res["result"] = analyse(sim, spec, schedule, t_bump, t_done)
         res["result"]["completed_to_cleanup_s"] = (
             round(cleaned - t_done, 2) if cleaned is not None else None)
         res["plan_phases"] = {k: [(round(t - t_bump, 2), ph) for t, ph in v]
                               for k, v in sim.plan_phases.items()}
         print(f"  completed: makespan {res['result']['makespan_s']} s", flush=True)
-        res["problems"] = [*res.get("problems_pre", []), *await check(kube, sim, spec)]
+        res["problems"] = [*res.get("problems_pre", []), *await check(sim, spec)]
     except Exception as exc:  # reported in the table, and the exit status
         res["error"] = f"{type(exc).__name__}: {exc}"
         print(f"  FAILED: {res['error']}", flush=True)
@@ -286,17 +359,22 @@ async def run(spec: FleetSpec, workdir: Path, timeout: float, idle: float, worke
         if sim_task is not None:
             sim_task.cancel()
             await asyncio.gather(sim_task, return_exceptions=True)
-        res["simulator_requests"] = kube.requests
+        res["simulator_requests"] = kube.requests + (inside.requests if inside else 0)
         await kube.close()
+        if inside is not None:
+            await inside.close()
         if ctrl is not None:
             res["controller_exit_code"] = ctrl.stop()
             res["controller_log_problems"] = server_log_problems(ctrl.log())
         res["server_exit_code"] = server.stop()
         res["server_log_problems"] = server_log_problems(server.log())
+        if cluster is not None:
+            res["cluster_server_exit_code"] = cluster.stop()
+            res["server_log_problems"] += [f"cluster API: {p}"
+                                           for p in server_log_problems(cluster.log())]
 
 
-async def wait_cleanup(kube: Kube, sim: Simulator, spec: FleetSpec,
-                       timeout: float) -> float | None:
+async def wait_cleanup(sim: Simulator, spec: FleetSpec, timeout: float) -> float | None:
     """After Completed: until every NMR and the CMR are gone; when (None: not in time).
 
     The controller may write phase Completed just before its last ``finish``
@@ -305,7 +383,7 @@ async def wait_cleanup(kube: Kube, sim: Simulator, spec: FleetSpec,
     cmrs = paths(spec)["cmrs"]
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        if len(sim.nmr_end) >= spec.nodes and not (await kube.get(cmrs))["items"]:
+        if len(sim.nmr_end) >= spec.nodes and not (await sim.api("cmrs").get(cmrs))["items"]:
             return time.perf_counter()
         await asyncio.sleep(0.2)
     return None
@@ -391,22 +469,28 @@ def rows(res: Obj) -> list[tuple[str, str]]:
         ("controller CPU, % of one core (update / idle fleet)",
          f"{100 * u['controller_s'] / u['seconds']:.1f}% / "
          f"{100 * res['idle']['controller_s'] / res['idle']['seconds']:.1f}%"),
-        ("controller API requests during the update, total / per node",
+        ("controller API requests during the update (both APIs), total / per node",
          f"{total:,} / {total / n:.1f}"),
+        *([("  per node in the management API / in the cluster's",
+            f"{u['apis'].get('management', 0) / n:.1f} / {u['apis'].get('cluster', 0) / n:.1f}")]
+          if u.get("apis") else []),
         ("  per node by verb: " + ", ".join(v for v in VERBS if verbs.get(v)),
          " / ".join(per(verbs[v] / n) for v in VERBS if verbs.get(v))),
         ("controller API requests/s while idle",
          f"{sum(res['idle']['calls'].values()) / res['idle']['seconds']:.2f}"),
-        ("CPU s during the update: controller / API server / simulator / other",
-         f"{u['controller_s']:.1f} / {u['server_s']:.1f} / {u['simulator_s']:.1f} / "
-         f"{u['other_s']:.1f}"),
+        ("CPU s during the update: controller / management API / cluster API / simulator "
+         "/ other",
+         f"{u['controller_s']:.1f} / {u['server_s']:.1f} / {u['cluster_server_s']:.1f} / "
+         f"{u['simulator_s']:.1f} / {u['other_s']:.1f}"),
     ]
     return out
 
 
 def print_table(res: Obj) -> None:
     p, m = res["params"], res["machine"]
-    print(f"\nCluster update: {p['nodes']} emulated nodes ({p['masters']} control plane), "
+    where = "one API" if p.get("one_api") else "the cluster's own API and the management API"
+    print(f"\nCluster update ({where}): {p['nodes']} emulated nodes ({p['masters']} control "
+          "plane), "
           f"2 worker groups of concurrency {p['concurrency']}, apply {p['apply_seconds']:g} s + "
           f"reboot {p['reboot_seconds']:g} s per node — {m['nproc']} cores, Python "
           f"{m['python']}; load average before/after {m['loadavg_start'][0]:.2f} / "
@@ -446,6 +530,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent-seconds", type=float, default=20.0,
                    help="LCMMachine heartbeat period of each fake agent (0: none)")
     p.add_argument("--workers", type=int, default=1, help="update controller workers")
+    p.add_argument("--one-api", action="store_true",
+                   help="the cluster's Nodes and maintenance objects in the management API "
+                   "(no API of the cluster's own)")
     p.add_argument("--idle-seconds", type=float, help="idle window measured before the "
                    "update (default 30; --quick: 10)")
     p.add_argument("--quick", action="store_true",
@@ -478,12 +565,13 @@ def main(argv: list[str] | None = None) -> int:
                            "reboot_seconds": spec.reboot_seconds,
                            "kubelet_seconds": spec.kubelet_seconds,
                            "agent_seconds": spec.agent_seconds, "workers": a.workers,
+                           "one_api": a.one_api,
                            "idle_seconds": idle},
                 "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
                             "loadavg_start": os.getloadavg()}}
     with tempfile.TemporaryDirectory(prefix="racksmith-bench-update-", dir=a.tmpdir) as d:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(run(spec, Path(d), timeout, idle, a.workers, res))
+            asyncio.run(run(spec, Path(d), timeout, idle, a.workers, a.one_api, res))
         if a.keep_logs is not None:
             keep_logs(Path(d), a.keep_logs)
     res["machine"]["loadavg_end"] = os.getloadavg()
