@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -256,25 +257,34 @@ def parse_pair(cluster: str, suffix: str, secret: Mapping[str, Any] | None) -> K
         if not value:
             raise PkiDamaged(f"Secret {name} has no usable {key}")
     assert cert_pem is not None and key_pem is not None
+    problem = _pair_problem(suffix == SA_SUFFIX, cert_pem, key_pem)
+    if problem is not None:
+        raise PkiDamaged(f"Secret {name}{problem}")
+    return KeyPair(cert_pem, key_pem)
+
+
+@functools.lru_cache(maxsize=256)
+def _pair_problem(service_account: bool, cert_pem: bytes, key_pem: bytes) -> str | None:
+    """What is wrong with a PKI pair (the end of a message naming its
+    Secret), None when it is sound. Pure, so kept: a controller checks the
+    same pair on every reconcile."""
     pair = KeyPair(cert_pem, key_pem)
     try:
         private = pair.private_key()
-        if suffix == SA_SUFFIX:
+        if service_account:
             public = serialization.load_pem_public_key(cert_pem)
         else:
             cert = pair.certificate()
             public = cert.public_key()
             constraints = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
             if not constraints.ca:
-                raise PkiDamaged(f"Secret {name}: tls.crt is not a CA certificate")
+                return ": tls.crt is not a CA certificate"
             cert.verify_directly_issued_by(cert)
-    except PkiDamaged:
-        raise
     except (ValueError, TypeError, InvalidSignature, x509.ExtensionNotFound):
-        raise PkiDamaged(f"Secret {name} holds no usable certificate and key") from None
+        return " holds no usable certificate and key"
     if public != private.public_key():
-        raise PkiDamaged(f"Secret {name}: tls.key does not belong to tls.crt")
-    return pair
+        return ": tls.key does not belong to tls.crt"
+    return None
 
 
 KUBELET_CLIENT_FILE = "/var/lib/kubelet/pki/kubelet-client-current.pem"
@@ -303,13 +313,22 @@ def kubelet_client_fresh(pem: bytes | None, ca: KeyPair, node: str, now: dt.date
     by ``ca``, with its key, and more than ``KUBELET_RENEW_BEFORE`` from its end?"""
     if not pem:
         return False
+    end = _kubelet_client_end(pem, ca.cert_pem, node)
+    return end is not None and end - KUBELET_RENEW_BEFORE > now
+
+
+@functools.lru_cache(maxsize=2048)
+def _kubelet_client_end(pem: bytes, ca_pem: bytes, node: str) -> dt.datetime | None:
+    """The end of ``node``'s kubelet identity ``pem`` issued by the CA of
+    ``ca_pem``, None when it is not that. Pure, so kept (checked on every
+    reconcile of the node's Machine)."""
     try:
         cert = x509.load_pem_x509_certificate(pem)
-        cert.verify_directly_issued_by(ca.certificate())
+        cert.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_pem))
         serialization.load_pem_private_key(pem[pem.index(b"-----BEGIN", 1):], password=None)
     except Exception:
-        return False
+        return None
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     if not names or names[0].value != node_user(node):
-        return False
-    return cert.not_valid_after_utc - KUBELET_RENEW_BEFORE > now
+        return None
+    return cert.not_valid_after_utc

@@ -33,6 +33,7 @@ Rules:
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -183,13 +184,22 @@ def _context(release: ClusterRelease, roles: tuple[Role, ...], cluster: Cluster,
 
 
 def _netplan_item(netconfig: Mapping[str, Any]) -> StateItem:
-    content = yaml.safe_dump({"network": dict(netconfig)}, sort_keys=True, default_flow_style=False)
+    content = _netplan_yaml(json.dumps(netconfig, sort_keys=True, separators=(",", ":")))
     return StateItem(
         name=NETPLAN_ITEM,
         phase=StateItemPhase.CONFIGURATION,
         type=StateItemType.FILE,
         params={"path": NETPLAN_PATH, "content": content, "mode": "0600", "owner": "root"},
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _netplan_yaml(netconfig_json: str) -> str:
+    """The netplan document of a netconfig (given as canonical JSON: a
+    hashable key, so the YAML — slow to dump, and the same on every
+    reconcile of a Machine — is made once per netconfig)."""
+    return str(yaml.safe_dump({"network": json.loads(netconfig_json)}, sort_keys=True,
+                              default_flow_style=False))
 
 
 def plan_state_items(

@@ -310,14 +310,14 @@ class ControlPlaneData:
         issued again within 30 days of its end or when unusable."""
         for controller in self.identities:
             secret_id = identity_secret_name(name, controller)
-            fresh = identity_secret(namespace, name, controller, pki.ca)
             current = await self.client.get(SECRETS, namespace, secret_id)
             if current is None:
+                fresh = identity_secret(namespace, name, controller, pki.ca)
                 if await self._create_owned(raw, fresh):
                     out.events.append(EventSpec("Normal", "IdentityIssued",
                                                 f"issued Secret {secret_id}"))
             elif self._needs_renewal(current, pki):
-                current["data"] = fresh["data"]
+                current["data"] = identity_secret(namespace, name, controller, pki.ca)["data"]
                 await self.client.update(SECRETS, current)
                 out.events.append(EventSpec("Normal", "IdentityRenewed",
                                             f"issued Secret {secret_id} again"))

@@ -13,11 +13,19 @@ Written user data keeps its token while that token is bound to the current
 LCMMachine and more than a fifth of its life is left; otherwise a new one
 is requested. The token is a secret: it is never in a repr, a log line, a
 status or an Event.
+
+Reading written user data back (``token_of``, ``file_of``) happens on every
+reconcile of a Machine, and a control-plane machine's user data carries the
+cluster's PKI (tens of kilobytes of YAML): the parsed parts are kept for the
+last ``READ_CACHE`` documents, keyed by a digest of the text (libyaml parses
+a miss). Same text, same answer: the functions stay pure.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,28 +55,74 @@ def agent_access(data: Mapping[str, bytes]) -> AgentAccess | str:
     )
 
 
+READ_CACHE = 2048
+"""How many user data documents' parsed parts are kept (module docstring)."""
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What ``token_of`` and ``file_of`` read from one document."""
+
+    token: str | None = field(default=None, repr=False)
+    files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
+
+
+_reads: OrderedDict[bytes, _Read] = OrderedDict()
+
+
+def _load(text: str) -> Any:
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def _parse(user_data: str) -> _Read:
+    try:
+        document = _load(user_data.removeprefix("#cloud-config\n"))
+        entries = document["write_files"]
+    except (yaml.YAMLError, KeyError, TypeError):
+        return _Read()
+    token: str | None = None
+    try:
+        found = _load(entries[0]["content"])["token"]
+        token = found if isinstance(found, str) and found else None
+    except (yaml.YAMLError, KeyError, IndexError, TypeError):
+        pass
+    files: dict[str, bytes] = {}
+    try:
+        for entry in entries:
+            path = entry.get("path")
+            if isinstance(path, str) and path not in files and entry.get("encoding") == "b64":
+                try:
+                    files[path] = base64.b64decode(entry["content"], validate=True)
+                except (KeyError, TypeError, ValueError):
+                    continue
+    except (TypeError, AttributeError):
+        pass
+    return _Read(token, files)
+
+
+def _read(user_data: str | None) -> _Read:
+    """The parsed parts of ``user_data`` (kept: module docstring)."""
+    text = user_data or ""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
+    read = _reads.get(digest)
+    if read is not None:
+        _reads.move_to_end(digest)
+        return read
+    read = _reads[digest] = _parse(text)
+    while len(_reads) > READ_CACHE:
+        _reads.popitem(last=False)
+    return read
+
+
 def token_of(user_data: str | None) -> str | None:
     """The agent token in user data this module rendered (None: none found)."""
-    try:
-        document = yaml.safe_load((user_data or "").removeprefix("#cloud-config\n"))
-        content = document["write_files"][0]["content"]
-        token = yaml.safe_load(content)["token"]
-    except (yaml.YAMLError, KeyError, IndexError, TypeError):
-        return None
-    return token if isinstance(token, str) and token else None
+    return _read(user_data).token
 
 
 def file_of(user_data: str | None, path: str) -> bytes | None:
     """The content of file ``path`` in user data this module rendered (None:
     not there)."""
-    try:
-        document = yaml.safe_load((user_data or "").removeprefix("#cloud-config\n"))
-        for entry in document["write_files"]:
-            if entry.get("path") == path and entry.get("encoding") == "b64":
-                return base64.b64decode(entry["content"], validate=True)
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError):
-        return None
-    return None
+    return _read(user_data).files.get(path)
 
 
 def token_fresh(token: str | None, lcm_uid: str, now: float) -> bool:
