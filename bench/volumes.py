@@ -616,6 +616,13 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
         out["apply_s"] = round(max(applied.values()) - t0, 3)
         out["latency"] = latency([r["available"][n] - applied[n] for n in names])
         out["to_job"] = latency([r["job"][n] - applied[n] for n in names if n in r["job"]])
+        # when each stage was reached, from the first create: the last
+        # volume's job, result and Available show where the run's tail went
+        out["timeline_s"] = {
+            what: [round(min(r[what].values()) - t0, 3), round(max(r[what].values()) - t0, 3)]
+            for what in ("job", "result", "available") if r.get(what)}
+        out["timeline_s"]["applied"] = [round(min(applied.values()) - t0, 3),
+                                        round(max(applied.values()) - t0, 3)]
         out["job_to_result"] = latency([r["result"][n] - r["job"][n] for n in names
                                         if n in r["result"] and n in r["job"]])
         out["result_to_available"] = latency([r["available"][n] - r["result"][n] for n in names
@@ -675,6 +682,12 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
                 ("  status.job → result annotation (agent)", lat(r["job_to_result"]), ""),
                 ("  result → Available (controller: PV, status)",
                  lat(r["result_to_available"]), "")]
+        t = r.get("timeline_s") or {}
+        if t:
+            out.append(("from the first create: applied / job / result / Available, "
+                        "first to last", "  ".join(f"{t[k][0]:.2f}..{t[k][1]:.2f}" for k in
+                                                ("applied", "job", "result", "available")
+                                                if k in t), ""))
     out.append(("CPU s: bench process / its children / agents / bench client / other",
                 cpu(r) if ok_r else "", cpu(d) if ok_d else ""))
     cores = res["machine"]["nproc"] or 1

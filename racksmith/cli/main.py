@@ -34,6 +34,7 @@ from racksmith.app.runner import ACCESS, Racksmith
 from racksmith.app.services import StartupError
 from racksmith.app.settings import Settings, Timings, default_data_dir
 from racksmith.app.timings_file import TimingsError, load_timings
+from racksmith.cli.agent import agent, check_logging
 from racksmith.controllers import DEFAULT_WORKERS
 from racksmith.emulator.datacenter import HARDWARE_KINDS
 from racksmith.emulator.listeners import PortInUse
@@ -50,20 +51,11 @@ app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_e
 console = Console(stderr=True)
 
 
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-LOG_FORMATS = ("console", "json")
-
-
 def _logging(level: str, fmt: str = "console", *, file: Path | None = None,
              terminal: bool = True, extra: list[logging.Handler] | None = None) -> None:
     """Configure logging; an unknown level or format is a usage error (exit 2)
     naming the valid ones, never a silent fallback."""
-    if level.lower() not in LOG_LEVELS:
-        raise typer.BadParameter(f"{level!r}: must be one of {', '.join(LOG_LEVELS)}",
-                                 param_hint="--log-level")
-    if fmt not in LOG_FORMATS:
-        raise typer.BadParameter(f"{fmt!r}: must be one of {', '.join(LOG_FORMATS)}",
-                                 param_hint="--log-format")
+    check_logging(level, fmt)
     configure_logging(level.lower(), fmt, file=file, terminal=terminal, extra=extra)
 
 
@@ -468,28 +460,7 @@ def emulator(
                              hardware=hardware))
 
 
-@app.command()
-def agent(
-    config: Path = typer.Option(..., "--config", help="Agent config (used as given, not "
-                                "under --root)."),
-    root: Path = typer.Option(Path("/"), help="Root of the host's file system; state item "
-                              "paths are relative to it."),
-    emulated: bool = typer.Option(False, "--emulated", help="Emulated host: state under "
-                                  "--root only, no processes, an emulated kubelet."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print each item's planned "
-                                 "actions; change nothing, write no status."),
-    once: bool = typer.Option(False, "--once", help="Apply once, report, exit (0 if "
-                              "Ready, 1 if not)."),
-    log_level: str = typer.Option("info", help="Log level."),
-    log_format: str = typer.Option("console", help="console or json."),
-) -> None:
-    """Run the host agent: apply this machine's LCMMachine state items."""
-    from racksmith.agent import run_agent
-
-    _logging(log_level, log_format)
-    code = asyncio.run(run_agent(config, root=root, emulated=emulated, dry_run=dry_run,
-                                 once=once))
-    raise typer.Exit(code)
+app.command("agent")(agent)
 
 
 volume_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",

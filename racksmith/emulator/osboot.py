@@ -82,6 +82,10 @@ from racksmith.loopback import ENV as NETWORK_ENV
 log = structlog.get_logger("racksmith.emulator.osboot")
 
 DEFAULT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "racksmith.cli.main")
+AGENT_COMMAND: tuple[str, ...] = (sys.executable, "-m", "racksmith.cli.agent")
+"""``racksmith agent`` alone (``racksmith.cli.agent``): what ``racksmith
+agent ...`` starts as under :data:`DEFAULT_COMMAND`, without loading the
+rest of the CLI in every host's agent."""
 AGENT_LOG = "var/log/racksmith-agent.log"
 CLOUD_INIT_LOG = "var/log/cloud-init-emulated.log"
 PID_FILE = "run/racksmith-agent.pid"
@@ -152,8 +156,11 @@ def is_racksmith_command(argv: Sequence[str]) -> bool:
 def agent_argv(command: Sequence[str], root: Path, argv: Sequence[str]) -> list[str]:
     """The process to start for runcmd ``argv`` (``argv[0]`` is racksmith):
     ``command`` + the arguments, the ``--config`` path resolved inside
-    ``root``, then ``--root <root> --emulated``. Raises :class:`PathEscape`."""
+    ``root``, then ``--root <root> --emulated``; ``racksmith agent`` under
+    :data:`DEFAULT_COMMAND` is :data:`AGENT_COMMAND`. Raises :class:`PathEscape`."""
     args = list(argv[1:])
+    if tuple(command) == DEFAULT_COMMAND and args[:1] == ["agent"]:
+        command, args = AGENT_COMMAND, args[1:]
     out: list[str] = []
     index = 0
     while index < len(args):

@@ -246,10 +246,13 @@ def test_paths_stay_inside_the_root(tmp_path: Path) -> None:
 def test_agent_argv_passes_arguments_through(tmp_path: Path) -> None:
     root = tmp_path / "root"
     assert DEFAULT_COMMAND == (sys.executable, "-m", "racksmith.cli.main")
+    # ``racksmith agent`` starts as the agent's command alone (racksmith.cli.agent)
     assert agent_argv(DEFAULT_COMMAND, root, ["racksmith", "agent", "--config", "/a.yaml",
                                               "--once"]) == [
-        *DEFAULT_COMMAND, "agent", "--config", str(root / "a.yaml"), "--once",
-        "--root", str(root), "--emulated"]
+        sys.executable, "-m", "racksmith.cli.agent", "--config", str(root / "a.yaml"),
+        "--once", "--root", str(root), "--emulated"]
+    assert agent_argv(DEFAULT_COMMAND, root, ["racksmith", "version"]) == [
+        *DEFAULT_COMMAND, "version", "--root", str(root), "--emulated"]
     assert agent_argv(("rs",), root, ["racksmith", "--config=/b/c.yaml"])[1] == (
         f"--config={root / 'b' / 'c.yaml'}")
     with pytest.raises(PathEscape):
