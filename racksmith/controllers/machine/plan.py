@@ -46,6 +46,7 @@ from racksmith.kinds.cluster import (
     Machine,
     MachineAddress,
     MachinePhase,
+    Role,
 )
 from racksmith.kinds.common import (
     Condition,
@@ -418,10 +419,12 @@ def _provision(w: _Walk, host: BareMetalHost) -> None:
             n.AGENT_CONFIG_READY, "AgentSecretMissing", o.agent), ready=n.AGENT_CONFIG_READY)
     w.ok(ConditionSpec.true(n.AGENT_CONFIG_READY, "Ready", "agent access known"))
     if isinstance(o.pki_files, str):
+        needs = ("the cluster's certificate authorities" if Role.MASTER in m.spec.roles
+                 else "the cluster CA and its kubelet's certificate")
         raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
             n.CLUSTER_CERTIFICATES_READY, "CertificatesMissing",
-            f"{o.pki_files}: a control-plane machine gets the cluster's certificate "
-            "authorities in its user data"), ready=n.CLUSTER_CERTIFICATES_READY)
+            f"{o.pki_files}: the machine gets {needs} in its user data"),
+            ready=n.CLUSTER_CERTIFICATES_READY)
     if o.pki_files is not None:
         w.ok(ConditionSpec.true(n.CLUSTER_CERTIFICATES_READY, "Ready",
                                 f"{len(o.pki_files)} PKI files in the user data"))

@@ -456,6 +456,19 @@ def test_a_cluster_whose_endpoint_is_refused_gets_nothing_deployed() -> None:
     assert cond(step, n.CLUSTER_ENDPOINT_VALID) is None
 
 
+def test_missing_certificates_are_named_for_the_machine_s_role() -> None:
+    """A worker waits for the cluster CA and its kubelet's certificate; a
+    control-plane machine for the certificate authorities."""
+    for roles, wanted in ((["node"], "the cluster CA and its kubelet's certificate"),
+                          (["master", "etcd"], "the cluster's certificate authorities")):
+        step = decide(b.observed(b.machine(roles=roles), hosts=(b.host("h1", consumer=M),),
+                                 ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec(roles)),
+                                 pki_files="Secret demo-ca is missing"))
+        message = next(c.message for c in step.conditions
+                       if c.type == n.CLUSTER_CERTIFICATES_READY)
+        assert message == f"Secret demo-ca is missing: the machine gets {wanted} in its user data"
+
+
 def test_a_control_plane_machine_waits_for_the_cluster_pki_and_carries_it() -> None:
     """A master's user data carries the cluster's CAs (kubeadm's files, 0600);
     without them it waits, saying which Secret is missing."""
