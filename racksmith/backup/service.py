@@ -39,7 +39,7 @@ from typing import Any
 
 from racksmith.backup.archive import BackupError, create_backup, sha256_of, verify_backup
 from racksmith.backup.crypto import CannotDecrypt, decrypt_file, encrypt_file
-from racksmith.controllers.backup import ClusterStore, Snapshot, SnapshotFailed
+from racksmith.snapshots import ClusterStore, Snapshot, SnapshotFailed
 
 ETCDCTL = "/usr/bin/etcdctl"
 

@@ -1,8 +1,8 @@
 """Where a managed cluster's own store is, for a ControlPlaneBackup that names it.
 
-Owns :class:`ClusterStore` (the etcd members of a cluster's stacked control
-plane and a client certificate for them) and :func:`cluster_store`, which
-reads it from the management API: the Cluster (its control-plane networks),
+Owns :func:`cluster_store`, which reads a :class:`~racksmith.snapshots.ClusterStore`
+(the etcd members of a cluster's stacked control plane and a client
+certificate for them) from the management API: the Cluster (its control-plane networks),
 its control-plane Machines (role master, not being deleted: each one runs an
 etcd member on its control-plane address, kubeadm's stacked layout), and
 the Secret ``<cluster>-etcd`` (the cluster's etcd CA, Cluster API's name),
@@ -18,28 +18,16 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from racksmith.controllers.backup.errors import SnapshotFailed
 from racksmith.controlplane.pki import PkiDamaged, issue_client, parse_pair
 from racksmith.controlplane.pki import secret_name as pki_secret_name
 from racksmith.runtime.client import Client
 from racksmith.runtime.resources import CLUSTERS, MACHINES, SECRETS
+from racksmith.snapshots import ClusterStore, SnapshotFailed
 
 ETCD_CLIENT_PORT = 2379
 CLIENT_USER = "racksmith-backup"
-
-
-@dataclass(frozen=True)
-class ClusterStore:
-    """A cluster's etcd members (client URLs, in order) and credentials for them."""
-
-    cluster: str
-    endpoints: tuple[str, ...]
-    ca_pem: bytes = field(repr=False)
-    cert_pem: bytes = field(repr=False)
-    key_pem: bytes = field(repr=False)
 
 
 def member_addresses(machines: Sequence[Mapping[str, Any]], cluster: str,

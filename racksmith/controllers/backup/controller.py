@@ -35,14 +35,13 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 from pydantic import ValidationError
 
 from racksmith.clock import Clock, SystemClock
-from racksmith.controllers.backup.cluster import ClusterStore, cluster_store
-from racksmith.controllers.backup.errors import Snapshot, SnapshotFailed
+from racksmith.controllers.backup.cluster import cluster_store
 from racksmith.kinds.lcm import (
     BackupPhase,
     BackupReason,
@@ -57,6 +56,7 @@ from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import BACKUPS, CLUSTERS, MACHINES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import StaticSource
+from racksmith.snapshots import SnapshotFailed, Snapshotter
 
 _MIN = datetime.min.replace(tzinfo=UTC)
 CONTROLLER_NAME = "backup"
@@ -69,22 +69,6 @@ ACCESS = (watches(BACKUPS) + writes(BACKUPS, "create", "update", "delete")
           + writes(BACKUPS, "update", subresource="status")
           + reads(CLUSTERS, MACHINES, SECRETS) + EVENTS)
 """What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
-
-
-class Snapshotter(Protocol):
-    """Where backups are written (the composition root's data dir)."""
-
-    async def take(self, name: str) -> Snapshot:
-        """Write and verify backup ``name``; raises :class:`SnapshotFailed`."""
-        ...
-
-    async def take_cluster(self, name: str, store: ClusterStore) -> Snapshot:
-        """Write and verify backup ``name`` of a managed cluster's etcd."""
-        ...
-
-    async def remove(self, file: str) -> None:
-        """Delete a backup file this snapshotter wrote (gone already: fine)."""
-        ...
 
 
 @dataclass(frozen=True)
