@@ -1,6 +1,6 @@
 """Benchmark of the web console: the hosts page with 1,000 BareMetalHosts in headless chromium.
 
-Owns the console part of ``make bench`` (issue 7). The budget: with 1,000
+Owns the console part of ``make bench``. The budget: with 1,000
 BareMetalHost objects, the hosts page (``/console/#/hosts``) shows its first
 screen of rows in under 2 s in Debian's headless chromium.
 

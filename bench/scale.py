@@ -1,4 +1,4 @@
-"""Benchmark of one Racksmith process at 1,000 hosts (issue 15).
+"""Benchmark of one Racksmith process at 1,000 hosts.
 
 Owns the scale run: N (default 1,000) hosts with instant hardware (Ironic's
 fake-hardware driver, ``fake://`` BMCs) applied to one in-process

@@ -94,7 +94,7 @@ from racksmith.planners.update import (
 
 Obj = dict[str, Any]
 TARGET_RATIO = 1.05
-"""Issue 15's target for the makespan over the planner's lower bound (was 1.10)."""
+"""The target for the makespan over the planner's lower bound."""
 READY_TIMEOUT = 120.0
 CLEANUP_TIMEOUT = 30.0
 VERBS = ("GET", "LIST", "WATCH", "CREATE", "PATCH", "UPDATE", "DELETE")

@@ -1,4 +1,4 @@
-"""``make up`` as a person runs it (issue 19): on a terminal (a pty) the live
+"""``make up`` as a person runs it: on a terminal (a pty) the live
 display — steps, elapsed time, hosts and machines in counts, a progress bar
 per cluster — and no raw log line, until the demo cluster is Ready; piped,
 the same command prints plain lines. ``ARGS`` passes options through make

@@ -266,7 +266,7 @@ async def test_racksmith_kind_missing_required_bmc_fields(api: Api) -> None:
 
 
 async def test_cluster_update_policy_rejected_with_field_paths(api: Api) -> None:
-    """Issue 6's policy: a zero drain timeout, a zero rack limit and an unknown
+    """The maintenance policy's rules: a zero drain timeout, a zero rack limit and an unknown
     drain-timeout action are refused, each named, and nothing is written."""
     path = "/apis/cluster.racksmith.io/v1alpha1/namespaces/default/clusters"
     cluster = {"apiVersion": "cluster.racksmith.io/v1alpha1", "kind": "Cluster",
