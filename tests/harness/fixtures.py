@@ -7,7 +7,10 @@ Owns which API server a test gets, its namespace and its client:
   before the test);
 - ``client``: a ``kubernetes_asyncio`` client for it;
 - ``server_process``: ``racksmith apiserver`` as a separate process, one per
-  module, for tests of sync clients and kubectl.
+  module, for tests of sync clients and kubectl; ``server_process_clean``
+  fails the module when that process logged an error, ``official_api`` is
+  the official ``kubernetes`` client for it;
+- ``etcd``: a one-member etcd cluster for the module.
 
 **One server per module, or one per test.** A test that runs on its
 module's event loop -- the module says so with ``pytestmark =
@@ -59,7 +62,9 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.apiserver.server import ApiServer
+from racksmith.etcdcluster import LocalEtcdCluster
 from tests.harness.api import Snapshot, connect, serving, session
+from tests.harness.etcd import etcd_cluster
 from tests.harness.process import ServerProc, start_server
 
 SHARED_LOOP = "module"
@@ -193,6 +198,35 @@ def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerP
         yield proc
     finally:
         proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server_process_clean(server_process: ServerProc) -> Iterator[None]:
+    """The module's ``server_process`` logged no error and no traceback (a
+    500) while the module ran: use it with ``autouse`` or ``usefixtures``."""
+    yield
+    log = server_process.log()
+    assert "Traceback" not in log and " ERROR " not in log, log[-5000:]
+
+
+@pytest.fixture(scope="module")
+def official_api(server_process: ServerProc) -> Iterator[Any]:
+    """The official (sync) ``kubernetes`` client for the module's ``server_process``."""
+    import kubernetes
+
+    api_client = kubernetes.config.new_client_from_config(
+        config_file=str(server_process.kubeconfig), persist_config=False)
+    try:
+        yield api_client
+    finally:
+        api_client.close()
+
+
+@pytest.fixture(scope="module")
+def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEtcdCluster]:
+    """A one-member etcd cluster for the module (``tests.harness.etcd``)."""
+    with etcd_cluster(tmp_path_factory.mktemp("etcd"), members=1) as cluster:
+        yield cluster
 
 
 # --- the loop-scope rule --------------------------------------------------------------

@@ -4,7 +4,7 @@ the same test functions, the module's server serving from a real etcd."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 import pytest_asyncio
@@ -12,19 +12,13 @@ import pytest_asyncio
 from racksmith.apiserver.server import ApiServer
 from racksmith.etcdcluster import LocalEtcdCluster
 from tests.harness.api import serving
-from tests.harness.etcd import etcd_cluster, etcd_config
+from tests.harness.etcd import etcd_config
 from tests.integration import test_apiserver_semantics as _sqlite
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 globals().update({name: test for name, test in vars(_sqlite).items()
                   if name.startswith("test_")})
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEtcdCluster]:
-    with etcd_cluster(tmp_path_factory.mktemp("etcd"), members=1) as cluster:
-        yield cluster
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

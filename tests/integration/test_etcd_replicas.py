@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +21,11 @@ from racksmith.apiserver.server import ApiServer
 from racksmith.apiserver.store.etcd import EtcdStore
 from racksmith.etcdcluster import LocalEtcdCluster
 from tests.harness.api import serving
-from tests.harness.etcd import etcd_cluster, etcd_config
+from tests.harness.etcd import etcd_config
 from tests.harness.manifests import WIDGET_CRD
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEtcdCluster]:
-    with etcd_cluster(tmp_path_factory.mktemp("etcd"), members=1) as cluster:
-        yield cluster
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -10,40 +10,20 @@ reject objects that miss required fields. Custom objects and watches are in
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import kubernetes
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.harness.process import ServerProc
+pytestmark = pytest.mark.usefixtures("server_process_clean")
 
 TIMEOUT = 20  # client-side bound on each request, seconds
 
 
 @pytest.fixture(scope="module")
-def api(server_process: ServerProc) -> Iterator[client.ApiClient]:
-    api_client = kubernetes.config.new_client_from_config(
-        config_file=str(server_process.kubeconfig), persist_config=False)
-    try:
-        yield api_client
-    finally:
-        api_client.close()
-
-
-@pytest.fixture(scope="module")
-def core(api: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def no_server_errors(server_process: ServerProc) -> Iterator[None]:
-    """A 500 (a traceback in the server's log) fails the module."""
-    yield
-    log = server_process.log()
-    assert "Traceback" not in log and " ERROR " not in log, log[-5000:]
+def core(official_api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(official_api)
 
 
 def meta(name: str, namespace: str | None = None, **labels: str) -> client.V1ObjectMeta:
@@ -94,8 +74,8 @@ def pod_body(name: str, namespace: str, node: str | None, **labels: str) -> clie
 
 # --- Version -----------------------------------------------------------------------------
 
-def test_version_api(api: client.ApiClient) -> None:
-    info = client.VersionApi(api).get_code()
+def test_version_api(official_api: client.ApiClient) -> None:
+    info = client.VersionApi(official_api).get_code()
     assert isinstance(info, client.VersionInfo)
     assert info.major == "1" and info.minor
 
@@ -351,9 +331,9 @@ def test_pod_crud_and_selectors(core: client.CoreV1Api) -> None:
 
 # --- Storage: PV, PVC, StorageClass -------------------------------------------------------
 
-def test_persistent_volumes_and_storage_class(api: client.ApiClient,
+def test_persistent_volumes_and_storage_class(official_api: client.ApiClient,
                                               core: client.CoreV1Api) -> None:
-    storage = client.StorageV1Api(api)
+    storage = client.StorageV1Api(official_api)
     sc = storage.create_storage_class(client.V1StorageClass(
         metadata=meta("local-fast"), provisioner="storage.racksmith.io/local",
         reclaim_policy="Delete", volume_binding_mode="WaitForFirstConsumer",
@@ -414,9 +394,9 @@ def test_persistent_volumes_and_storage_class(api: client.ApiClient,
 
 # --- Events (core/v1 and events.k8s.io/v1: one storage, two views) ------------------------
 
-def test_core_and_events_v1_events(api: client.ApiClient, core: client.CoreV1Api) -> None:
+def test_core_and_events_v1_events(official_api: client.ApiClient, core: client.CoreV1Api) -> None:
     ns = make_namespace(core, "ns-events")
-    events = client.EventsV1Api(api)
+    events = client.EventsV1Api(official_api)
     when = datetime(2025, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
     core_ev = core.create_namespaced_event(ns, client.CoreV1Event(
@@ -476,9 +456,9 @@ def test_core_and_events_v1_events(api: client.ApiClient, core: client.CoreV1Api
 
 # --- Policy and coordination --------------------------------------------------------------
 
-def test_pod_disruption_budget(api: client.ApiClient, core: client.CoreV1Api) -> None:
+def test_pod_disruption_budget(official_api: client.ApiClient, core: client.CoreV1Api) -> None:
     ns = make_namespace(core, "ns-pdb")
-    policy = client.PolicyV1Api(api)
+    policy = client.PolicyV1Api(official_api)
     pdb = policy.create_namespaced_pod_disruption_budget(ns, client.V1PodDisruptionBudget(
         metadata=meta("web", ns),
         spec=client.V1PodDisruptionBudgetSpec(
@@ -506,9 +486,9 @@ def test_pod_disruption_budget(api: client.ApiClient, core: client.CoreV1Api) ->
     assert policy.list_namespaced_pod_disruption_budget(ns).items == []
 
 
-def test_lease(api: client.ApiClient, core: client.CoreV1Api) -> None:
+def test_lease(official_api: client.ApiClient, core: client.CoreV1Api) -> None:
     ns = make_namespace(core, "ns-lease")
-    coord = client.CoordinationV1Api(api)
+    coord = client.CoordinationV1Api(official_api)
     t0 = datetime(2025, 1, 1, 0, 0, 0, 500000, tzinfo=UTC)
     lease = coord.create_namespaced_lease(ns, client.V1Lease(
         metadata=meta("leader", ns),

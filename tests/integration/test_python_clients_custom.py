@@ -13,12 +13,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import kubernetes
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-
-from tests.harness.process import ServerProc
 
 Obj = dict[str, Any]
 
@@ -26,35 +23,19 @@ STORAGE = ("storage.racksmith.io", "v1alpha1", "volumes")
 LOCKS = ("lcm.racksmith.io", "v1alpha1", "nodeworkloadlocks")
 BMH = ("metal.racksmith.io", "v1alpha1", "baremetalhosts")
 WATCH_SECONDS = 10  # server-side bound of each watch
+pytestmark = pytest.mark.usefixtures("server_process_clean")
+
 REQUEST_TIMEOUT = 30  # client-side bound of each request
 
 
 @pytest.fixture(scope="module")
-def api(server_process: ServerProc) -> Iterator[client.ApiClient]:
-    api_client = kubernetes.config.new_client_from_config(
-        config_file=str(server_process.kubeconfig), persist_config=False)
-    try:
-        yield api_client
-    finally:
-        api_client.close()
+def custom(official_api: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(official_api)
 
 
 @pytest.fixture(scope="module")
-def custom(api: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api)
-
-
-@pytest.fixture(scope="module")
-def core(api: client.ApiClient) -> client.CoreV1Api:
-    return client.CoreV1Api(api)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def no_server_errors(server_process: ServerProc) -> Iterator[None]:
-    """A 500 (a traceback in the server's log) fails the module."""
-    yield
-    log = server_process.log()
-    assert "Traceback" not in log and " ERROR " not in log, log[-5000:]
+def core(official_api: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(official_api)
 
 
 def volume(name: str, node: str = "node-1", **labels: str) -> Obj:

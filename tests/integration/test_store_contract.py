@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,7 @@ from racksmith.apiserver.store.base import (
 )
 from racksmith.apiserver.store.etcd import EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
-from racksmith.etcdcluster import LocalEtcdCluster
-from tests.harness.etcd import etcd_cluster, etcd_config
+from tests.harness.etcd import etcd_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -45,12 +44,6 @@ NODES = "core/nodes"
 BACKENDS = ["sqlite", "etcd"]
 
 Factory = Callable[..., Awaitable[Store]]
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEtcdCluster]:
-    with etcd_cluster(tmp_path_factory.mktemp("etcd"), members=1) as cluster:
-        yield cluster
 
 
 @pytest_asyncio.fixture(params=BACKENDS, loop_scope="module")

@@ -8,7 +8,7 @@ import asyncio
 import tempfile
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +30,10 @@ from racksmith.apiserver.store.base import (
 from racksmith.apiserver.store.etcd import EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.etcdcluster import LocalEtcdCluster
-from tests.harness.etcd import etcd_cluster, etcd_config
+from tests.harness.etcd import etcd_config
 
 PODS = "core/pods"
 NODES = "core/nodes"
-
-
-@pytest.fixture(scope="module")
-def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalEtcdCluster]:
-    with etcd_cluster(tmp_path_factory.mktemp("etcd"), members=1) as cluster:
-        yield cluster
 
 
 def rv_of(o: Obj) -> int:
