@@ -38,7 +38,7 @@ def test_defaults_are_unchanged() -> None:
     assert asdict(MachineTimings()) == {
         "retry_missing": 10.0, "retry_no_host": 30.0, "retry_drain": 10.0,
         "retry_terminating": 2.0, "resync": 300.0, "cluster_unreachable": 10.0,
-        "agent_token_seconds": 365 * 24 * 3600}
+        "shared_secrets": 10.0, "agent_token_seconds": 365 * 24 * 3600}
     assert asdict(GracefulRebootTimings()) == {
         "poll": 5.0, "default_drain_timeout": 600.0, "node_flow": FLOW_DEFAULTS}
     assert asdict(UpdateTimings()) == {
@@ -63,6 +63,8 @@ def test_defaults_are_unchanged() -> None:
 
 
 def test_nonsense_is_refused() -> None:
+    with pytest.raises(ValueError):
+        MachineTimings(shared_secrets=-1)
     with pytest.raises(ValueError):
         MaintenanceTimings(poll=0)
     with pytest.raises(ValueError):

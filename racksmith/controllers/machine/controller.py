@@ -130,6 +130,9 @@ class MachineReconciler:
         self.committer = Committer(self.client, self.clock, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
+        self._shared: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        """Secrets every Machine reads, kept ``timings.shared_secrets`` seconds:
+        (namespace, name) → (read at, the object)."""
 
     async def reconcile(self, key: ObjectKey) -> Result:
         raw_machine = await self.client.get(MACHINES, key.namespace, key.name)
@@ -229,8 +232,8 @@ class MachineReconciler:
         """The cluster's PKI as kubeadm's files, or why not (never their content)."""
         secrets: dict[str, Any] = {}
         for suffix in PKI_SUFFIXES:
-            secrets[suffix] = await self.client.get(SECRETS, namespace,
-                                                    pki_secret_name(cluster, suffix), live=True)
+            secrets[suffix] = await self._shared_secret(namespace,
+                                                        pki_secret_name(cluster, suffix))
         try:
             pki = ClusterPki.from_secrets(cluster, secrets)
         except PkiDamaged as exc:
@@ -246,8 +249,7 @@ class MachineReconciler:
         a kubelet client certificate (``system:node:<node>``) — the one the
         written user data carries while it is sound, else a new one from the
         cluster CA (``<cluster>-ca``), or why not."""
-        secret = await self.client.get(SECRETS, namespace, pki_secret_name(cluster, "ca"),
-                                       live=True)
+        secret = await self._shared_secret(namespace, pki_secret_name(cluster, "ca"))
         try:
             ca = parse_pair(cluster, "ca", secret)
         except PkiDamaged as exc:
@@ -261,16 +263,34 @@ class MachineReconciler:
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret
-        secret = await self._secret(ns, name)
+        raw = await self._shared_secret(ns, name)
+        secret = SecretData.from_raw(raw) if raw is not None else None
         if secret is None:
             return f"agent Secret {ns}/{name} not found"
         access = agent_access(secret.data)
         return f"agent Secret {ns}/{name} {access}" if isinstance(access, str) else access
 
     async def _secret(self, namespace: str, name: str) -> SecretData | None:
-        """A Secret, read live (the controller keeps no cache of Secrets)."""
+        """A Secret, read live (the controller watches no Secrets)."""
         raw = await self.client.get(SECRETS, namespace, name, live=True)
         return SecretData.from_raw(raw) if raw is not None else None
+
+    async def _shared_secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Secret every Machine (of a cluster) reads: the agent Secret, the
+        cluster's PKI. Read live, then kept ``timings.shared_secrets``
+        seconds (a reconcile of 50 Machines would otherwise read the same
+        Secrets 50 times); one not found is not kept."""
+        ttl = self.timings.shared_secrets
+        now = self.clock.now()
+        kept = self._shared.get((namespace, name))
+        if kept is not None and now - kept[0] < ttl:
+            return kept[1]
+        raw = await self.client.get(SECRETS, namespace, name, live=True)
+        if raw is None or ttl <= 0:
+            self._shared.pop((namespace, name), None)
+        else:
+            self._shared[(namespace, name)] = (now, raw)
+        return raw
 
 
 _R = TypeVar("_R", bound=Resource)

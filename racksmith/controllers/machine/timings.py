@@ -26,6 +26,12 @@ class MachineTimings:
     """Re-check a Machine at rest (Ready) this often."""
     cluster_unreachable: float = 10.0
     """Look again at a Machine whose Node is unknown (its cluster's API cannot be reached)."""
+    shared_secrets: float = 10.0
+    """How long the Secrets every Machine reads — the agent Secret and its
+    cluster's PKI Secrets — are kept once read (a Secret changed in that
+    time is used after it; one not found is read again every time). 0:
+    read live on every reconcile. A Machine's own user-data Secret is
+    always read live."""
     agent_token_seconds: int = 365 * 24 * 3600
     """Life of the token written into a host's user data (bound to its
     LCMMachine, so deleting the machine revokes it; the agent renews it when
@@ -35,5 +41,7 @@ class MachineTimings:
         if min(self.retry_missing, self.retry_no_host, self.retry_drain,
                self.retry_terminating, self.resync, self.cluster_unreachable) <= 0:
             raise ValueError("machine timings must be > 0")
+        if self.shared_secrets < 0:
+            raise ValueError("shared_secrets must be >= 0")
         if self.agent_token_seconds < 600:
             raise ValueError("agent_token_seconds must be at least 600 (the API's minimum)")
