@@ -18,8 +18,6 @@ import typer
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 LOG_FORMATS = ("console", "json")
-ENTRY: tuple[str, ...] = ("-m", "racksmith.cli.agent")
-"""The interpreter arguments that run this command alone."""
 
 
 def check_logging(level: str, fmt: str) -> None:

@@ -16,16 +16,15 @@ status or an Event.
 
 Reading written user data back (``token_of``, ``file_of``) happens on every
 reconcile of a Machine, and a control-plane machine's user data carries the
-cluster's PKI (tens of kilobytes of YAML): the parsed parts are kept for the
-last ``READ_CACHE`` documents, keyed by a digest of the text (libyaml parses
-a miss). Same text, same answer: the functions stay pure.
+cluster's PKI (tens of kilobytes of YAML): the parsed parts of the last 2,048
+documents are kept (an LRU keyed by the text; libyaml parses a miss).
+Same text, same answer: the functions stay pure.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-from collections import OrderedDict
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,10 +54,6 @@ def agent_access(data: Mapping[str, bytes]) -> AgentAccess | str:
     )
 
 
-READ_CACHE = 2048
-"""How many user data documents' parsed parts are kept (module docstring)."""
-
-
 @dataclass(frozen=True)
 class _Read:
     """What ``token_of`` and ``file_of`` read from one document."""
@@ -67,14 +62,13 @@ class _Read:
     files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
 
-_reads: OrderedDict[bytes, _Read] = OrderedDict()
-
-
 def _load(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def _parse(user_data: str) -> _Read:
+@functools.lru_cache(maxsize=2048)
+def _read(user_data: str) -> _Read:
+    """The parsed parts of ``user_data`` (kept: module docstring)."""
     try:
         document = _load(user_data.removeprefix("#cloud-config\n"))
         entries = document["write_files"]
@@ -100,29 +94,15 @@ def _parse(user_data: str) -> _Read:
     return _Read(token, files)
 
 
-def _read(user_data: str | None) -> _Read:
-    """The parsed parts of ``user_data`` (kept: module docstring)."""
-    text = user_data or ""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
-    read = _reads.get(digest)
-    if read is not None:
-        _reads.move_to_end(digest)
-        return read
-    read = _reads[digest] = _parse(text)
-    while len(_reads) > READ_CACHE:
-        _reads.popitem(last=False)
-    return read
-
-
 def token_of(user_data: str | None) -> str | None:
     """The agent token in user data this module rendered (None: none found)."""
-    return _read(user_data).token
+    return _read(user_data or "").token
 
 
 def file_of(user_data: str | None, path: str) -> bytes | None:
     """The content of file ``path`` in user data this module rendered (None:
     not there)."""
-    return _read(user_data).files.get(path)
+    return _read(user_data or "").files.get(path)
 
 
 def token_fresh(token: str | None, lcm_uid: str, now: float) -> bool:
