@@ -70,6 +70,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apiserver import Server, machine_busy_seconds, quantile, server_log_problems, start_server
+from clusterapi import start_cluster_api
 from fleet import (
     REBOOT_ANNOTATION,
     ControllerProcess,
@@ -83,8 +84,7 @@ from fleet import (
 
 from racksmith.controllers import in_cluster_access
 from racksmith.controlplane.identities import cluster_rbac, identity_secret
-from racksmith.controlplane.pki import KeyPair, issue_serving, new_ca
-from racksmith.filemodes import private_dir, write_private
+from racksmith.controlplane.pki import KeyPair
 from racksmith.planners.update import (
     Schedule,
     lower_bound,
@@ -246,23 +246,6 @@ def api_names(apis: dict[str, int], server: Server, cluster: Server | None) -> d
     for hostport, n in apis.items():
         out[known.get(hostport, hostport)] += n
     return dict(out)
-
-
-def start_cluster_api(root: Path) -> tuple[Server, KeyPair]:
-    """The cluster's own API: ``racksmith apiserver`` on a fresh cluster CA
-    (serving certificate and ``--client-ca-file``, kubeadm's layout)."""
-    private_dir(root)
-    ca = new_ca("kubernetes")
-    serving = issue_serving(ca, "kube-apiserver", ["127.0.0.1"])
-    for name, data in (("ca.crt", ca.cert_pem), ("apiserver.crt", serving.cert_pem),
-                       ("apiserver.key", serving.key_pem)):
-        write_private(root / name, data)
-    private_dir(root / "data")
-    server = start_server(root / "data", extra=(
-        "--tls-cert-file", str(root / "apiserver.crt"),
-        "--tls-private-key-file", str(root / "apiserver.key"),
-        "--client-ca-file", str(root / "ca.crt")), ca_file=root / "ca.crt")
-    return server, ca
 
 
 async def open_cluster(kube: Kube, inside: Kube, spec: FleetSpec, cluster: Server,

@@ -10,21 +10,32 @@ volumes (``sparseLoopDevice``, 1Gi each, ext4 with ``mkfsOptions: ["-m",
   file to the size, ``mkfs.ext4 -q -F -m 0`` on it (the agent's exact
   command), ``blkid -p -o export`` for the UUID. Per-volume latency is
   measured from the start of the run (every volume "applied" at once);
-* **Racksmith**: an in-process API server (``racksmith.apiserver`` with
-  Racksmith's CRDs, as ``racksmith up`` starts it), the Volume controller
-  (2 workers) and the pre-bound claim binder (1 worker) under a ``Manager``
-  through a kubeconfig client (as ``racksmith up`` wires them), and M real
-  ``racksmith agent --emulated --root <dir>`` processes, one per node, each
-  with its Node (created here) and an LCMMachine without state items (its
-  LCM loop idles). A StorageClass ``bench-local`` is created, then the N
-  Volumes (16 concurrent creates); a watch on Volumes records, per volume,
-  when ``status.job`` appeared (job started), when the agent's result
-  annotation appeared (host work done) and when ``status.phase`` became
-  ``Available``. The agent also fsyncs the file, renames it into place and
-  records an emulated loop device; that is part of Racksmith's cost here.
-  The creates and the watch run in a bench client process of their own
-  (``BenchClient``), as ``kubectl`` would: the benchmark process holds
-  what ``racksmith up`` holds (API server and controllers), nothing more.
+* **Racksmith**, as ``racksmith up`` wires it: the management API server
+  in this process (``racksmith.apiserver`` with Racksmith's CRDs) with the
+  Volume controller (``VOLUME_WORKERS`` workers) and the pre-bound claim
+  binder (1 worker) under a ``Manager``; the cluster's own API, a second
+  ``racksmith apiserver`` process on a cluster CA (``bench/clusterapi.py``)
+  holding the StorageClass ``bench-local``, the Nodes, the Volumes and their
+  PersistentVolumes; the controllers reach it through a RemotePlane with
+  identities of their own there (their Secrets and the Cluster's
+  ``status.controlPlaneEndpoint`` in the management API, their roles in the
+  cluster, as the Cluster controller leaves them); and M real ``racksmith
+  agent --emulated --root <dir>`` processes, one per node, each with its
+  LCMMachine (no state items: its LCM loop idles) in the management API and,
+  on its root, what the user data and the emulated kubeadm leave on a host
+  (the cluster CA, the kubelet's client certificate, kubelet.conf naming the
+  cluster's endpoint), so each agent takes its node's Volume jobs from the
+  cluster's API. ``--one-api``: no cluster API process, everything in the
+  management API (the topology before each cluster had its own API). The N
+  Volumes are created (16 concurrent creates) and watched in the cluster's
+  API: per volume, when ``status.job`` appeared (job started), when the
+  agent's result annotation appeared (host work done) and when
+  ``status.phase`` became ``Available``. The agent also fsyncs the file,
+  renames it into place and records an emulated loop device; that is part
+  of Racksmith's cost here. The creates and the watch run in a bench client
+  process of their own (``BenchClient``), as ``kubectl`` would: the
+  benchmark process holds what the management process of ``racksmith up``
+  holds (API server and controllers), nothing more.
 
 The pair (direct, then Racksmith, each from scratch) runs ``--repeat``
 times (3), one after the other; the pair with the median ratio is
@@ -35,12 +46,13 @@ Reported: wall time of both sides and the ratio Racksmith ÷ direct (shown,
 not enforced: this is a benchmark, not a test), per-volume latency
 p50/p90/max (Racksmith also split into apply → job started → host work done
 → Available), and CPU seconds: this process (the direct script with its
-mkfs/blkid children; or API server + controllers), the agents (with their
-mkfs/blkid children), the bench client (creates and watch) and everything
-else on the machine; and, for each side, its CPU floor — the CPU seconds
-of its own processes divided by the cores, the shortest wall time that work
-allows — with Racksmith's wall time over its floor (target ≤ 1.25: no
-waiting beyond the work itself) and the CPU per volume. Afterwards it
+mkfs/blkid children; or management API server + controllers), the agents
+(with their mkfs/blkid children), the cluster's API server, the bench
+client (creates and watch) and everything else on the machine; and, for
+each side, its CPU floor — the CPU seconds of its own processes divided
+by the cores, the shortest wall time that work allows — with Racksmith's
+wall time over its floor (target ≤ 1.25: no waiting beyond the work
+itself) and the CPU per volume. Afterwards it
 checks the Racksmith side: every Volume Available with a deviceName, one
 PersistentVolume per Volume, one ext4 image file per Volume under its
 node's root. Exit status 1 if a check failed or a side
@@ -48,10 +60,10 @@ failed or timed out.
 
 Only 127.0.0.1 is contacted. Every agent is stopped by PID (SIGTERM, then
 SIGKILL) and dies with us (PR_SET_PDEATHSIG); the API server is stopped and
-the temporary directory removed.
+the temporary directory removed; so is the cluster's API server.
 
     .venv/bin/python bench/volumes.py [--quick] [--volumes N] [--nodes M] [--repeat K]
-                                      [--json PATH]
+                                      [--one-api] [--json PATH]
 """
 
 from __future__ import annotations
@@ -82,21 +94,33 @@ from typing import Any
 import aiohttp
 import orjson
 import yaml
+from apiserver import Server
+from clusterapi import start_cluster_api, write_kubeconfig
 from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi, StorageV1Api
 from provisioning import machine_busy_seconds, quantile
 
+from racksmith.agent import kubeadm
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
+from racksmith.app.clusterplanes import planes
 from racksmith.app.logs import configure_logging
+from racksmith.controllers import VOLUME_WORKERS, in_cluster_access
 from racksmith.controllers.volume import (
     JOB_RESULT_ANNOTATION,
     claim_binder_controller,
     volume_controller,
 )
+from racksmith.controlplane.identities import cluster_rbac, identity_secret
+from racksmith.controlplane.pki import KeyPair, issue_kubelet_client
+from racksmith.filemodes import write_private
 from racksmith.kinds.crdgen import all_crds
 from racksmith.runtime.client import as_client
+from racksmith.runtime.clusters import ClusterClients
+from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
-from racksmith.runtime.resources import LCMMACHINES
+from racksmith.runtime.planes import ClusterPlane
+from racksmith.runtime.resource import Resource
+from racksmith.runtime.resources import CLUSTERS, LCMMACHINES, SECRETS
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,6 +132,9 @@ FS_TYPE, MKFS_OPTIONS = "ext4", ["-m", "0"]
 SIZE, SIZE_BYTES = "1Gi", 2**30
 CREATE_CONCURRENCY = 16
 AGENT_START_TIMEOUT = 120.0
+CLUSTER = "bench"
+IDENTITIES = ("volume", "claim-binder")
+"""The controllers' identities inside the cluster (``CLUSTER_IDENTITIES``)."""
 AGENT_STOP_TIMEOUT = 15.0
 
 
@@ -165,12 +192,14 @@ class CpuMeter:
 
     agent_pids: list[int] = field(default_factory=list)
     client_pids: list[int] = field(default_factory=list)
+    server_pids: list[int] = field(default_factory=list)
 
     def __enter__(self) -> CpuMeter:
         self.t0 = time.perf_counter()
         self.s0, self.c0 = self_cpu(), children_cpu()
         self.a0 = sum(pid_cpu(p) for p in self.agent_pids)
         self.k0 = sum(pid_cpu(p) for p in self.client_pids)
+        self.v0 = sum(pid_cpu(p) for p in self.server_pids)
         self.m0 = machine_busy_seconds()
         return self
 
@@ -180,13 +209,15 @@ class CpuMeter:
         self.children_s = children_cpu() - self.c0
         self.agents_s = sum(pid_cpu(p) for p in self.agent_pids) - self.a0
         self.client_s = sum(pid_cpu(p) for p in self.client_pids) - self.k0
+        self.servers_s = sum(pid_cpu(p) for p in self.server_pids) - self.v0
         self.other_s = max(0.0, machine_busy_seconds() - self.m0 - self.self_s
-                           - self.children_s - self.agents_s - self.client_s)
+                           - self.children_s - self.agents_s - self.client_s - self.servers_s)
 
     def as_dict(self) -> Obj:
         return {"seconds": round(self.seconds, 3), "cpu_self_s": round(self.self_s, 2),
                 "cpu_children_s": round(self.children_s, 2),
                 "cpu_agents_s": round(self.agents_s, 2), "cpu_client_s": round(self.client_s, 2),
+                "cpu_cluster_api_s": round(self.servers_s, 2),
                 "cpu_other_s": round(self.other_s, 2)}
 
 
@@ -281,11 +312,30 @@ async def agent_token(client: ApiClient, node: str) -> str:
                                       "uid": lcm["metadata"]["uid"]})
 
 
-def start_agent(server: ApiServer, node: str, base: Path, token: str) -> Agent:
-    """``racksmith agent --emulated --root <base>/root`` for ``node``, as a process."""
+def start_agent(server: ApiServer, node: str, base: Path, token: str,
+                cluster: tuple[Server, KeyPair] | None = None) -> Agent:
+    """``racksmith agent --emulated --root <base>/root`` for ``node``, as a process.
+
+    ``cluster``: the cluster's own API and CA. The host then holds what its
+    user data and the emulated kubeadm leave on it: the cluster CA, the
+    kubelet's client certificate (``system:node:<node>``) and a kubelet.conf
+    naming the cluster's endpoint, so its node side (the node's Volumes)
+    goes there, and only the LCMMachine to the management API."""
     assert server.ca_pem is not None
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)
+    if cluster is not None:
+        api, ca = cluster
+        port = int(api.url.rsplit(":", 1)[1].rstrip("/"))
+        for rel, data in ((kubeadm.CLUSTER_CA, ca.cert_pem),
+                          (kubeadm.KUBELET_CLIENT, issue_kubelet_client(ca, node)),
+                          (kubeadm.KUBELET_CONF, kubeadm.render_kubelet_conf(
+                              {"name": CLUSTER, "apiServerVIP": "127.0.0.1",
+                               "apiServerPort": port}, node, server.url,
+                              credentials=True).encode())):
+            target = root / rel.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_private(target, data)
     config = base / "agent.yaml"
     config.write_text(yaml.safe_dump({
         "server": server.url,
@@ -400,8 +450,12 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
                 yield line
 
 
-async def setup_objects(client: ApiClient, nodes: list[str]) -> None:
-    core, storage, custom = CoreV1Api(client), StorageV1Api(client), CustomObjectsApi(client)
+async def setup_objects(client: ApiClient, node_api: ApiClient, nodes: list[str]) -> None:
+    """The StorageClass and the Nodes in ``node_api`` (the cluster's API, or
+    the management API with ``--one-api``); the agents' ServiceAccount and
+    LCMMachines in the management API (``client``)."""
+    core, custom = CoreV1Api(client), CustomObjectsApi(client)
+    node_core, storage = CoreV1Api(node_api), StorageV1Api(node_api)
     body: Any = {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
         "metadata": {"name": STORAGE_CLASS}, "provisioner": "kubernetes.io/no-provisioner",
@@ -414,12 +468,42 @@ async def setup_objects(client: ApiClient, nodes: list[str]) -> None:
     for node in nodes:
         node_body: Any = {"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}
-        await core.create_node(node_body)
+        await node_core.create_node(node_body)
         await custom.create_namespaced_custom_object(LCM_GROUP, LCM_VERSION, NS, "lcmmachines", {
             "apiVersion": f"{LCM_GROUP}/{LCM_VERSION}", "kind": "LCMMachine",
             "metadata": {"name": node, "namespace": NS},
-            "spec": {"machineRef": {"name": node}, "clusterName": "bench",
+            "spec": {"machineRef": {"name": node}, "clusterName": CLUSTER,
                      "release": "bench-1.0.0", "stateItems": []}})
+
+
+async def open_cluster(client: ApiClient, inside: ApiClient, cluster: Server,
+                       ca: KeyPair) -> None:
+    """What the Cluster controller does for the Volume controller and the
+    claim binder: the Cluster with its endpoint and each identity's Secret in
+    the management API, each identity's role inside the cluster."""
+    mgmt, node_api = as_client(client), as_client(inside)
+    await mgmt.create(CLUSTERS, {
+        "apiVersion": f"{CLUSTERS.group}/{CLUSTERS.version}", "kind": "Cluster",
+        "metadata": {"name": CLUSTER, "namespace": NS}, "spec": {"release": "bench-1.0.0"}})
+    port = int(cluster.url.rsplit(":", 1)[1].rstrip("/"))
+    await mgmt.patch(CLUSTERS, NS, CLUSTER, {"status": {
+        "controlPlaneEndpoint": {"host": "127.0.0.1", "port": port}}}, status=True)
+    for identity in IDENTITIES:
+        await mgmt.create(SECRETS, identity_secret(NS, CLUSTER, identity, ca))
+    access = in_cluster_access()
+    for obj in cluster_rbac({i: access[i].policy_rules() for i in IDENTITIES}):
+        plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+        await node_api.create(Resource("rbac.authorization.k8s.io", "v1", plural), obj)
+
+
+async def wait_planes(plane_of: dict[str, ClusterPlane], timeout: float) -> None:
+    """Until every controller's plane has opened the cluster (its watches run there)."""
+    key = ObjectKey(NS, CLUSTER)
+    deadline = time.perf_counter() + timeout
+    while not all(key in p.clusters() for p in plane_of.values()):
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"the controllers did not reach the cluster in {timeout:.0f} s")
+        await asyncio.sleep(0.05)
 
 
 async def wait_agents_ready(client: ApiClient, agents: list[Agent], timeout: float) -> None:
@@ -570,7 +654,7 @@ async def check_racksmith(client: ApiClient, volumes: int, agents: list[Agent]) 
 
 
 async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
-                        out: Obj) -> None:
+                        out: Obj, *, one_api: bool = False) -> None:
     names, node_list = volume_names(volumes), node_names(nodes)
     server = ApiServer(ApiServerConfig(data_dir=workdir / "server", port=0))
     agents: list[Agent] = []
@@ -578,15 +662,30 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
     manager_task: asyncio.Task[None] | None = None
     clients: list[ApiClient] = []
     bench_client: BenchClient | None = None
+    cluster: tuple[Server, KeyPair] | None = None
+    tracker: ClusterClients | None = None
     try:
-        print("  [racksmith] starting the API server and the controllers ...", flush=True)
+        print("  [racksmith] starting the API server ...", flush=True)
         await server.start(bootstrap=all_crds())
         ctrl_client = await api_client_from_kubeconfig(server.kubeconfig_path)
         clients.append(ctrl_client)
         client = await api_client_from_kubeconfig(server.kubeconfig_path)
         clients.append(client)
-        manager = Manager(ctrl_client, [volume_controller(ctrl_client, workers=2),
-                                        claim_binder_controller(ctrl_client, workers=1)])
+        node_api, user_kubeconfig = client, server.kubeconfig_path
+        plane_of: dict[str, ClusterPlane] = {}
+        if not one_api:
+            print("  [racksmith] starting the cluster's own API ...", flush=True)
+            cluster = await asyncio.to_thread(start_cluster_api, workdir / "cluster")
+            user_kubeconfig = write_kubeconfig(cluster[0], workdir / "cluster-kubeconfig")
+            node_api = await api_client_from_kubeconfig(user_kubeconfig)
+            clients.append(node_api)
+            await open_cluster(client, node_api, *cluster)
+            tracker = ClusterClients(workdir / "clusters")
+            plane_of = planes(lambda _n: as_client(ctrl_client), IDENTITIES, tracker, None)
+        print("  [racksmith] starting the controllers ...", flush=True)
+        manager = Manager(ctrl_client, [
+            volume_controller(ctrl_client, workers=VOLUME_WORKERS, plane=plane_of.get("volume")),
+            claim_binder_controller(ctrl_client, workers=1, plane=plane_of.get("claim-binder"))])
         manager_task = asyncio.create_task(manager.run(), name="manager")
         for _ in range(600):
             if manager.ready or manager_task.done():
@@ -596,22 +695,25 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
             manager_task.result()
         if not manager.ready:
             raise RuntimeError("controllers not ready after 30 s")
-        await setup_objects(client, node_list)
+        await wait_planes(plane_of, 30)
+        await setup_objects(client, node_api, node_list)
         print(f"  [racksmith] starting {nodes} agents (emulated) ...", flush=True)
-        agents = [start_agent(server, node, workdir / node, await agent_token(client, node))
-                  for node in node_list]
+        agents = [start_agent(server, node, workdir / node, await agent_token(client, node),
+                              cluster) for node in node_list]
         await wait_agents_ready(client, agents, AGENT_START_TIMEOUT)
         out["agent_pids"] = [a.proc.pid for a in agents]
-        bench_client = BenchClient(server.kubeconfig_path, volumes, node_list, timeout,
+        bench_client = BenchClient(user_kubeconfig, volumes, node_list, timeout,
                                    workdir / "client.log")
         await bench_client.ready(60)
         print(f"  [racksmith] applying {volumes} Volumes ...", flush=True)
-        with CpuMeter([a.proc.pid for a in agents], [bench_client.proc.pid]) as meter:
+        servers = [cluster[0].proc.pid] if cluster is not None else []
+        with CpuMeter([a.proc.pid for a in agents], [bench_client.proc.pid], servers) as meter:
             t0 = time.perf_counter()
             seen = await bench_client.run(timeout + 60)
         if "error" in seen:
             raise RuntimeError(seen["error"])
         out.update(meter.as_dict())
+        out["topology"] = "one API" if one_api else "management API + the cluster's own API"
         applied, r = seen["applied"], seen["reached"]
         out["apply_s"] = round(max(applied.values()) - t0, 3)
         out["latency"] = latency([r["available"][n] - applied[n] for n in names])
@@ -627,7 +729,7 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
                                         if n in r["result"] and n in r["job"]])
         out["result_to_available"] = latency([r["available"][n] - r["result"][n] for n in names
                                               if n in r["result"]])
-        out["problems"] = await check_racksmith(client, volumes, agents)
+        out["problems"] = await check_racksmith(node_api, volumes, agents)
         print(f"  [racksmith] done in {meter.seconds:.1f} s", flush=True)
     except Exception as exc:  # reported in the table, and the exit status
         out["error"] = f"{type(exc).__name__}: {exc}"
@@ -647,6 +749,10 @@ async def run_racksmith(volumes: int, nodes: int, workdir: Path, timeout: float,
             await asyncio.gather(manager_task, return_exceptions=True)
         for c in clients:
             await c.close()
+        if tracker is not None:
+            await tracker.close()
+        if cluster is not None:
+            out["cluster_api_exit_code"] = cluster[0].stop()
         with contextlib.suppress(Exception):
             await server.stop()
 
@@ -663,7 +769,8 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
 
     def cpu(x: Obj) -> str:
         return (f"{x['cpu_self_s']:.1f} / {x['cpu_children_s']:.1f} / {x['cpu_agents_s']:.1f} "
-                f"/ {x['cpu_client_s']:.1f} / {x['cpu_other_s']:.1f}")
+                f"/ {x.get('cpu_cluster_api_s', 0.0):.1f} / {x['cpu_client_s']:.1f} "
+                f"/ {x['cpu_other_s']:.1f}")
 
     out = [("apply → every volume Available (wall)",
             f"{r['seconds']:.2f} s" if ok_r else "error",
@@ -688,7 +795,10 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
                         "first to last", "  ".join(f"{t[k][0]:.2f}..{t[k][1]:.2f}" for k in
                                                 ("applied", "job", "result", "available")
                                                 if k in t), ""))
-    out.append(("CPU s: bench process / its children / agents / bench client / other",
+    if ok_r and r.get("topology"):
+        out.append(("topology", str(r["topology"]), ""))
+    out.append(("CPU s: bench process / its children / agents / cluster API / bench client "
+                "/ other",
                 cpu(r) if ok_r else "", cpu(d) if ok_d else ""))
     cores = res["machine"]["nproc"] or 1
     volumes = res["params"]["volumes"]
@@ -711,7 +821,8 @@ def rows(res: Obj) -> list[tuple[str, str, str]]:
 
 def own_cpu(x: Obj) -> float:
     """The CPU seconds of a side's own processes (not the rest of the machine)."""
-    return float(x["cpu_self_s"] + x["cpu_children_s"] + x["cpu_agents_s"] + x["cpu_client_s"])
+    return float(x["cpu_self_s"] + x["cpu_children_s"] + x["cpu_agents_s"] + x["cpu_client_s"]
+                 + x.get("cpu_cluster_api_s", 0.0))
 
 
 def cpu_floor(x: Obj, cores: int) -> float:
@@ -750,7 +861,8 @@ def problems_of(res: Obj) -> list[str]:
     return pair_problems(res, res["params"]["volumes"]) + list(res.get("other_pair_problems", []))
 
 
-async def run_pair(volumes: int, nodes: int, tmp: Path, timeout: float, res: Obj) -> None:
+async def run_pair(volumes: int, nodes: int, tmp: Path, timeout: float, res: Obj, *,
+                   one_api: bool = False) -> None:
     """One direct run, then one Racksmith run, into ``res["direct"]`` and ``res["racksmith"]``."""
     await asyncio.to_thread(tmp.mkdir, parents=True, exist_ok=True)
     print(f"  [direct] {volumes} volumes, {nodes} workers ...", flush=True)
@@ -765,7 +877,8 @@ async def run_pair(volumes: int, nodes: int, tmp: Path, timeout: float, res: Obj
     # Free the disk space (and the page cache pressure) of the reference's images.
     subprocess.run(["rm", "-rf", str(tmp / "direct")], check=False)
     res["racksmith"] = {}
-    await run_racksmith(volumes, nodes, tmp / "racksmith", timeout, res["racksmith"])
+    await run_racksmith(volumes, nodes, tmp / "racksmith", timeout, res["racksmith"],
+                        one_api=one_api)
     subprocess.run(["rm", "-rf", str(tmp / "racksmith")], check=False)
 
 
@@ -778,14 +891,14 @@ def pair_ratio(pair: Obj) -> float | None:
 
 
 async def run_all(volumes: int, nodes: int, tmp: Path, timeout: float, repeat: int,
-                  res: Obj) -> None:
+                  res: Obj, *, one_api: bool = False) -> None:
     """``repeat`` pairs, one after the other; the median pair (by ratio) is the result."""
     pairs: list[Obj] = []
     for i in range(repeat):
         if repeat > 1:
             print(f"  pair {i + 1} of {repeat}", flush=True)
         pair: Obj = {}
-        await run_pair(volumes, nodes, tmp / f"pair-{i}", timeout, pair)
+        await run_pair(volumes, nodes, tmp / f"pair-{i}", timeout, pair, one_api=one_api)
         pairs.append(pair)
     ratios = [pair_ratio(p) for p in pairs]
     good = sorted((r, i) for i, r in enumerate(ratios) if r is not None)
@@ -811,6 +924,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3,
                    help="pairs (direct, then Racksmith) to run; the median pair is reported")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per side")
+    p.add_argument("--one-api", action="store_true",
+                   help="Volumes, PVs and Nodes in the management API (no cluster API process)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     p.add_argument("--tmpdir", type=Path, help="where the work dir goes (default $TMPDIR)")
     p.add_argument("--client", type=Path, metavar="KUBECONFIG", help=argparse.SUPPRESS)
@@ -828,11 +943,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger().setLevel(logging.ERROR)
     res: Obj = {"benchmark": "racksmith volumes", "date": dt.datetime.now(dt.UTC).isoformat(),
                 "params": {"volumes": volumes, "nodes": nodes, "repeat": a.repeat, "size": SIZE,
+                           "one_api": a.one_api,
                            "fsType": FS_TYPE, "mkfsOptions": MKFS_OPTIONS},
                 "machine": {"nproc": os.cpu_count(), "python": platform.python_version(),
                             "loadavg_start": os.getloadavg()}}
     with tempfile.TemporaryDirectory(prefix="racksmith-bench-volumes-", dir=a.tmpdir) as d:
-        asyncio.run(run_all(volumes, nodes, Path(d), a.timeout, a.repeat, res))
+        asyncio.run(run_all(volumes, nodes, Path(d), a.timeout, a.repeat, res,
+                            one_api=a.one_api))
     res["machine"]["loadavg_end"] = os.getloadavg()
     d_, r_ = res["direct"], res["racksmith"]
     if "error" not in d_ and "error" not in r_:

@@ -29,6 +29,7 @@ which read through a ``Host``. Called by ``executors`` (kubeadm item),
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -177,11 +178,18 @@ def parse_kubelet_conf(raw: bytes | str | None) -> KubeletConf | None:
     """The current context's server, CA (file or embedded) and client
     certificate/key files of a kubelet.conf (None: no file, not a
     kubeconfig, or no server). An embedded client certificate or key
-    (``client-*-data``) is not used: kubeadm names the rotated files."""
+    (``client-*-data``) is not used: kubeadm names the rotated files.
+    The agent looks at the file before each node-side call, so the result
+    is kept per content (it is immutable), parsed by libyaml on a miss."""
     if raw is None:
         return None
+    return _parse_kubelet_conf(raw)
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_kubelet_conf(raw: bytes | str) -> KubeletConf | None:
     try:
-        doc = yaml.safe_load(raw)
+        doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return None
     if not isinstance(doc, dict):
