@@ -115,12 +115,13 @@ from racksmith.filemodes import write_private
 from racksmith.kinds.crdgen import all_crds
 from racksmith.runtime.client import as_client
 from racksmith.runtime.clusters import ClusterClients
+from racksmith.runtime.hostaccess import issue_host_token
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from racksmith.runtime.manager import Manager
 from racksmith.runtime.planes import ClusterPlane
 from racksmith.runtime.resource import Resource
-from racksmith.runtime.resources import CLUSTERS, LCMMACHINES, SECRETS
+from racksmith.runtime.resources import CLUSTERS, SECRETS
 
 Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]
@@ -303,13 +304,9 @@ class Agent:
 
 async def agent_token(client: ApiClient, node: str) -> str:
     """The node's own agent token, as the Machine controller asks for it:
-    ServiceAccount racksmith-agent bound to LCMMachine ``node``."""
-    lcm = await as_client(client).get(LCMMACHINES, NS, node, live=True)
-    assert lcm is not None
-    return await as_client(client).request_token(
-        NS, "racksmith-agent", bound={"kind": "LCMMachine", "name": node,
-                                      "apiVersion": f"{LCM_GROUP}/{LCM_VERSION}",
-                                      "uid": lcm["metadata"]["uid"]})
+    ServiceAccount ``racksmith-host-<node>`` with its Role, bound to its
+    user-data Secret."""
+    return await issue_host_token(as_client(client), NS, node)
 
 
 def start_agent(server: ApiServer, node: str, base: Path, token: str,
@@ -452,9 +449,9 @@ async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
 
 async def setup_objects(client: ApiClient, node_api: ApiClient, nodes: list[str]) -> None:
     """The StorageClass and the Nodes in ``node_api`` (the cluster's API, or
-    the management API with ``--one-api``); the agents' ServiceAccount and
-    LCMMachines in the management API (``client``)."""
-    core, custom = CoreV1Api(client), CustomObjectsApi(client)
+    the management API with ``--one-api``); the LCMMachines in the
+    management API (``client``)."""
+    custom = CustomObjectsApi(client)
     node_core, storage = CoreV1Api(node_api), StorageV1Api(node_api)
     body: Any = {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
@@ -462,9 +459,6 @@ async def setup_objects(client: ApiClient, node_api: ApiClient, nodes: list[str]
         "volumeBindingMode": "WaitForFirstConsumer",
         "parameters": {"fsType": FS_TYPE, "mkfsOptions": json.dumps(MKFS_OPTIONS)}}
     await storage.create_storage_class(body)
-    account: Any = {"apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": "racksmith-agent"}}
-    await core.create_namespaced_service_account(NS, account)
     for node in nodes:
         node_body: Any = {"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}

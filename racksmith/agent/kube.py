@@ -3,8 +3,9 @@
 Owns every API call of the agent, over two APIs:
 
 - **the management API** (the client built in ``main`` from the agent's
-  config, its bearer token bound to the LCMMachine): the LCMMachine (read,
-  watched; status subresource by merge patch). Nothing else.
+  config, its host's own bearer token, bound to its user-data Secret): the
+  LCMMachine (read, watched; status subresource by merge patch) and the
+  token's renewal (``agent.token``). Nothing else.
 - **the node side** (the cluster's API when the kubelet has credentials,
   else the management API): the Node of the host (read, create,
   ``spec.unschedulable`` by merge patch — the built-in cordon/uncordon —,
@@ -24,8 +25,12 @@ its loopback image when the host is emulated (``racksmith.loopback``, as
 ``clusterplane`` reaches it), the files through the Host seam's root. The
 file (and the certificate files' stamps) are looked at again before each
 node-side call and by the node-side watches every few seconds: a change
-builds a new client and restarts those watches on it. Without credentials
-(no kubelet.conf, or one without them: older user data, the integration
+builds a new client and restarts those watches on it. While the host has
+the kubelet's credentials (the cluster CA and client certificate its user
+data wrote) but no kubelet.conf with them yet, there is no node side:
+node-side calls raise :class:`ClusterUnavailable` until kubeadm writes it
+(never the management API, where a host's own Role grants no Node, pod or
+Volume). Without credentials at all (older user data, the integration
 tests) the node side is the management client, as before. Credentials
 that cannot be loaded make node-side calls raise :class:`ClusterUnavailable`
 (the callers retry on their next tick); an endpoint that does not answer
@@ -100,6 +105,8 @@ LEASES = Resource("coordination.k8s.io", "v1", "leases")
 FIELD_MANAGER = "racksmith-agent"
 RECHECK_SECONDS = 5.0
 """How often a node-side watch looks at kubelet.conf again."""
+AWAITING_KUBELET_CONF = "the kubelet's credentials are here, kubelet.conf not yet"
+"""Why node-side calls wait (ClusterUnavailable) before kubeadm wrote kubelet.conf."""
 
 log = structlog.get_logger("racksmith.agent.kube")
 
@@ -298,10 +305,16 @@ class AgentKube:
             found = self._kubelet_conf()
             key = found[1] if found is not None else None
             current = self._cluster.key if self._cluster is not None else None
-            if key == current and self._unavailable is None:
+            # the user data gave the kubelet its cluster credentials: the node
+            # side is the cluster's API once kubeadm wrote kubelet.conf, and
+            # none until then (never the management API, where the host's
+            # own Role grants no Node, pod or Volume)
+            waiting = AWAITING_KUBELET_CONF if found is None and \
+                kubeadm.has_kubelet_credentials(self._host) else None
+            if key == current and self._unavailable == waiting:
                 return
             made: _ClusterApi | None = None
-            error: str | None = None
+            error: str | None = waiting
             if found is not None:
                 try:
                     made = self._build(*found)
@@ -391,6 +404,9 @@ class AgentKube:
         if made is not None:
             log.info("node-side calls go to the cluster's API",
                      server=made.api_client.configuration.host)
+        elif error == AWAITING_KUBELET_CONF:
+            log.info("node-side calls wait for kubelet.conf (kubeadm writes it)",
+                     path=kubeadm.KUBELET_CONF)
         elif error is not None:
             log.warning("the cluster's API named by kubelet.conf cannot be used",
                         path=kubeadm.KUBELET_CONF, error=error)

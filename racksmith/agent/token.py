@@ -1,17 +1,19 @@
 """The agent's own token, renewed before it runs out.
 
-Owns :class:`TokenRenewer`. The token in the agent config is a
-ServiceAccount token bound to this host's LCMMachine (the Machine
-controller requested it when it wrote the user data). Every
-``AgentTiming.token_check`` seconds the renewer reads the token's claims
-(:mod:`racksmith.runtime.tokens`); once less than a fifth of its life is
+Owns :class:`TokenRenewer`. The token in the agent config is a token of
+the host's own ServiceAccount, bound to its machine's user-data Secret (the
+Machine controller requested it when it wrote the user data;
+:mod:`racksmith.hostcreds`). Every ``AgentTiming.token_check`` seconds the
+renewer reads the token's claims (:mod:`racksmith.runtime.tokens`: the
+bound object's name and uid are kube's ``kubernetes.io`` claim, so the
+agent needs no other configuration); once less than a fifth of its life is
 left, it asks the TokenRequest API for a new token of the same
-ServiceAccount, bound to the same LCMMachine, lasting as long as the first
-(the API server's host restriction lets an agent ask only that), writes it
+ServiceAccount, bound to the same Secret, lasting as long as the first
+(the host's Role lets it ask only for its own ServiceAccount), writes it
 into the config file (atomically, mode 0600) and makes the API client send
 it. So a host that keeps running never loses its access; a host that was
 off past its token's expiry is re-provisioned, like a node whose kubelet
-certificate expired. A token that is not bound to an LCMMachine (an
+certificate expired. A token that is not bound to a Secret (an
 administrator's, a test's) is left alone. A failed renewal is logged and
 tried again at the next check; the old token stays in use meanwhile.
 """
@@ -37,8 +39,6 @@ __all__ = ["TokenRenewer"]
 
 log = structlog.get_logger("racksmith.agent")
 
-LCM_API_VERSION = "lcm.racksmith.io/v1alpha1"
-
 
 class TokenRenewer:
     """See the module docstring."""
@@ -54,14 +54,14 @@ class TokenRenewer:
     async def renew_if_due(self) -> bool:
         """Renew the token if it is due; True when a new one is in use."""
         claims = token_claims(self.token)
-        if claims is None or claims.bound_kind != "lcmmachine":
+        if claims is None or claims.bound_kind != "secret":
             return False
         if not claims.due(self.clock.wall().timestamp()):
             return False
         try:
             token = await as_client(self.api_client).request_token(
                 claims.namespace, claims.service_account, seconds=max(600, claims.seconds),
-                bound={"kind": "LCMMachine", "apiVersion": LCM_API_VERSION,
+                bound={"kind": "Secret", "apiVersion": "v1",
                        "name": claims.bound_name, "uid": claims.bound_uid})
         except ApiError as exc:
             log.warning("token renewal failed; the current token stays in use",
@@ -72,7 +72,7 @@ class TokenRenewer:
         self.api_client.configuration.api_key["BearerToken"] = token
         self.token = token
         renewed = token_claims(token)
-        log.info("token renewed", lcm_machine=f"{claims.namespace}/{claims.bound_name}",
+        log.info("token renewed", secret=f"{claims.namespace}/{claims.bound_name}",
                  expires=int(renewed.expires) if renewed else None)
         return True
 

@@ -73,8 +73,8 @@ log = logging.getLogger(__name__)
 ADMIN_USER = "racksmith-admin"
 ADMIN_GROUPS: tuple[str, ...] = ("system:masters",)
 #: The host agents' shared user of earlier releases (removed from the token
-#: file at start; the name stays reserved). Agents now carry ServiceAccount
-#: tokens bound to their own LCMMachine (racksmith.apiserver.tokenauth).
+#: file at start; the name stays reserved). Agents now carry tokens of their
+#: own ServiceAccounts (racksmith.hostcreds, racksmith.apiserver.tokenauth).
 AGENT_USER = "racksmith-agent"
 TOKENS_FILE = "tokens.csv"
 PKI_DIR = "pki"
@@ -369,14 +369,16 @@ def _generate_ca(
 class HostIdentity:
     """The host a credential belongs to (see
     :mod:`racksmith.apiserver.rbac.hostrestriction`): either a host agent's
-    ServiceAccount token bound to the host's LCMMachine (the host's Node has
-    the LCMMachine's name), or a kubelet's client certificate (user
+    token (ServiceAccount ``racksmith-host-<machine>``, bound to the
+    machine's user-data Secret, :mod:`racksmith.hostcreds`; the host's
+    LCMMachine and Node have the machine's name), or a kubelet's client certificate (user
     ``system:node:<node>`` in group ``system:nodes``, :meth:`of_node`),
     which names the Node and no LCMMachine."""
 
     namespace: str
     lcm_machine: str
     uid: str
+    """The uid of the user-data Secret the host agent's token is bound to."""
     node_name: str = ""
     """The Node of a kubelet's identity ("" for a host agent's: its LCMMachine's name)."""
 
@@ -400,8 +402,7 @@ class HostIdentity:
         if self.kubelet:
             return {}
         return {"authentication.kubernetes.io/node-name": [self.node],
-                "authentication.racksmith.io/lcmmachine-name": [self.lcm_machine],
-                "authentication.racksmith.io/lcmmachine-uid": [self.uid]}
+                "authentication.racksmith.io/lcmmachine-name": [self.lcm_machine]}
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,9 @@ _TOKEN_REQUEST = _msg(
     "TokenRequest", (1, _METADATA),
     (2, _Field("spec", "message", message=_msg(
         "TokenRequestSpec", (1, _s("audiences", True)),
+        (3, _Field("boundObjectRef", "message", message=_msg(
+            "BoundObjectReference", (1, _s("kind")), (2, _s("apiVersion")), (3, _s("name")),
+            (4, _s("uid"))))),
         (4, _Field("expirationSeconds", "int", keep_zero=True))))),
 )
 

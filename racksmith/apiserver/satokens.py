@@ -20,12 +20,13 @@ the ServiceAccount revokes its tokens). The user is
 otherwise, as kube-apiserver); longer requests are capped at 48 hours.
 
 Bound tokens (``spec.boundObjectRef``, kube's bound ServiceAccount tokens):
-a token bound to an object of the ServiceAccount's namespace — a Pod, a
-Secret, or an LCMMachine (Racksmith's host agents: see
-:mod:`racksmith.apiserver.rbac.hostrestriction`) — names it in its
-``kubernetes.io`` claim (``{"lcmmachine": {"name", "uid"}}``) and is valid
-only while that object exists with that uid: deleting the object revokes the
-token. Because deletion revokes them, bound tokens may last up to a year
+a token bound to a Pod or a Secret of the ServiceAccount's namespace, or to
+a Node — the kinds kube-apiserver binds to; any other kind is a 422, as on
+kube — names it in its ``kubernetes.io`` claim (``{"secret": {"name",
+"uid"}}``) and is valid only while that object exists with that uid:
+deleting the object revokes the token. (Racksmith's host agents carry
+tokens bound to their machine's user-data Secret: :mod:`racksmith.hostcreds`.)
+Because deletion revokes them, bound tokens may last up to a year
 (kube-apiserver's extended bound-token lifetime); an unbound one, 48 hours.
 Every token carries a ``jti``, logged as its credential id.
 
@@ -78,6 +79,7 @@ class BoundKind:
     kind: str
     api_version: str
     plural: str
+    namespaced: bool = True
 
     @property
     def group(self) -> str:
@@ -95,9 +97,10 @@ class BoundKind:
 BOUND_KINDS: dict[str, BoundKind] = {k.kind: k for k in (
     BoundKind("Pod", "v1", "pods"),
     BoundKind("Secret", "v1", "secrets"),
-    BoundKind("LCMMachine", "lcm.racksmith.io/v1alpha1", "lcmmachines"),
+    BoundKind("Node", "v1", "nodes", namespaced=False),
 )}
-"""What ``spec.boundObjectRef.kind`` may name (objects of the ServiceAccount's namespace)."""
+"""What ``spec.boundObjectRef.kind`` may name, as on kube: a Pod or Secret of
+the ServiceAccount's namespace, or a Node."""
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,13 @@ class ApiServerConfig:
     Retry-After (each costs a queue and a task)."""
     etcd: EtcdConfig | None = None
     """Serve from this etcd cluster instead of ``DATA/store.db``."""
+    host_restriction: bool = True
+    """Narrow host agents (ServiceAccount ``racksmith-host-<machine>`` with a
+    token bound to the machine's user-data Secret) and kubelets (node
+    certificates) to their own host's objects before RBAC is asked
+    (:mod:`racksmith.apiserver.rbac.hostrestriction`). A second line only:
+    each host's rights are plain RBAC (:mod:`racksmith.hostcreds`), so with
+    False the server authorizes as a kube-apiserver would with RBAC alone."""
     shared_dir: Path | None = None
     """Where the secrets every replica of one site shares live (the CA, the
     ServiceAccount signing key, the token file): replicas on one etcd each
@@ -180,11 +187,13 @@ class ApiServer:
             filemodes.private_dir(shared)
         self.token = pki.ensure_admin_token(shared)
         # The one agent token every host shared in earlier releases: host
-        # agents now carry tokens bound to their own LCMMachine.
+        # agents now carry tokens of their own (racksmith.hostcreds).
         pki.drop_user(shared, pki.AGENT_USER)
         self.token_file = TokenFile(shared / pki.TOKENS_FILE)
         self.sa_tokens = TokenIssuer(shared / pki.PKI_DIR)
-        self.sa_auth = ServiceAccountAuthenticator(self.sa_tokens, self.service, self.registry)
+        self.sa_auth = ServiceAccountAuthenticator(
+            self.sa_tokens, self.service, self.registry,
+            host_identities=self.config.host_restriction)
         self.service.hooks.append(self.sa_auth.observe)
         self.audit = AuditLog(self.data_dir)
         tokens = self.token_file.current()
@@ -223,7 +232,8 @@ class ApiServer:
             metrics=self.metrics, extra_routes=self.extra_routes, public=self.public,
             max_watches=self.config.max_watches, authorizer=self.authorizer,
             audit=self.audit, sa_tokens=self.sa_tokens, sa_auth=self.sa_auth,
-            host_restriction=self.host_restriction, request_metrics=self.request_metrics))
+            host_restriction=self.host_restriction if self.config.host_restriction else None,
+            request_metrics=self.request_metrics))
         # auto_decompress=False: request bodies are decoded by the HTTP layer
         # (http/request.py), bounded, so a wrong or unknown Content-Encoding
         # is the client's 4xx, never a parser traceback.
@@ -285,7 +295,7 @@ class ApiServer:
 
     def _admit_host(self, info: ResourceInfo, namespace: str, obj: Obj, old: Obj | None,
                     user: object) -> None:
-        if isinstance(user, Subject) and user.host is not None:
+        if isinstance(user, Subject) and user.host is not None and self.config.host_restriction:
             refused = HostRestriction.admit(user.host, info.group, info.plural, namespace,
                                             obj, old)
             if refused is not None:

@@ -7,11 +7,14 @@ time window, for our audience), its ServiceAccount exists with the uid the
 token names and, for a bound token, the object it is bound to exists with
 the uid the token names (deleting either revokes the token). The user is
 ``system:serviceaccount:NS:NAME`` in ``system:serviceaccounts``,
-``system:serviceaccounts:NS`` and ``system:authenticated``; a token bound
-to an LCMMachine is also a host identity (``user.host``) in the group
-``racksmith:agents`` — what kube-apiserver does for kubelets with
-``system:nodes`` — narrowed by
-:mod:`racksmith.apiserver.rbac.hostrestriction`.
+``system:serviceaccounts:NS`` and ``system:authenticated``. A host agent's
+token — ServiceAccount ``racksmith-host-<machine>``, bound to the Secret
+``<machine>-user-data`` (:mod:`racksmith.hostcreds`) — is also a host
+identity (``user.host``) in the group ``racksmith:agents``, what
+kube-apiserver does for kubelets with ``system:nodes``, narrowed by
+:mod:`racksmith.apiserver.rbac.hostrestriction` (a second line: its RBAC is
+a Role of its own). With ``host_identities`` False (the server's host
+restriction switched off) it is a plain ServiceAccount, as on kube.
 
 The existence checks are answered from memory: the uids of the objects
 looked at are remembered, and every write of a ServiceAccount, Secret, Pod
@@ -31,6 +34,7 @@ from racksmith.apiserver.registry import Registry, ResourceInfo
 from racksmith.apiserver.satokens import BOUND_KINDS, TokenIssuer
 from racksmith.apiserver.service import ResourceService
 from racksmith.apiserver.store.base import Key
+from racksmith.hostcreds import machine_of, user_data_secret
 
 Obj = dict[str, Any]
 _Ref = tuple[str, str, str, str]  # group, plural, namespace, name
@@ -42,8 +46,9 @@ class ServiceAccountAuthenticator:
     """See the module docstring."""
 
     def __init__(self, issuer: TokenIssuer, service: ResourceService,
-                 registry: Registry) -> None:
+                 registry: Registry, *, host_identities: bool = True) -> None:
         self.issuer = issuer
+        self.host_identities = host_identities
         self.service = service
         self.registry = registry
         self._uids: OrderedDict[_Ref, str | None] = OrderedDict()
@@ -65,11 +70,14 @@ class ServiceAccountAuthenticator:
         bound = claims.bound
         if bound is not None:
             kind = bound.kind
-            if await self._uid(kind.group, kind.plural, claims.namespace, bound.name) \
+            if await self._uid(kind.group, kind.plural,
+                               claims.namespace if kind.namespaced else "", bound.name) \
                     != bound.uid:
                 return None
-            if kind.kind == "LCMMachine":
-                host = HostIdentity(claims.namespace, bound.name, bound.uid)
+            machine = machine_of(claims.name)
+            if self.host_identities and machine is not None and kind.kind == "Secret" \
+                    and bound.name == user_data_secret(machine):
+                host = HostIdentity(claims.namespace, machine, bound.uid)
                 groups = (*groups[:-1], AGENT_GROUP, groups[-1])
         return User(name=claims.username, uid=claims.uid, groups=groups, host=host,
                     credential_id=claims.credential_id)

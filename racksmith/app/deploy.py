@@ -8,10 +8,9 @@ cluster:
 * ``namespace.yaml`` — ``racksmith-system``;
 * ``rbac.yaml`` — the ServiceAccounts, least-privilege ClusterRoles and
   bindings of every controller and of the process (``racksmith rbac``:
-  each controller's declared ``ACCESS``), and the host agents'
-  ``racksmith:agent`` ClusterRole, bound to the ``racksmith-agent``
-  ServiceAccount of the ``default`` namespace (add one subject per namespace
-  that holds Machines);
+  each controller's declared ``ACCESS``). No role of the host agents: the
+  Machine controller gives each host a ServiceAccount, Role and RoleBinding
+  of its own in its Machine's namespace (:mod:`racksmith.hostcreds`);
 * ``controllers.yaml`` — a Deployment of ``racksmith controllers`` (2
   replicas, leader election, ``/healthz`` and ``/readyz`` probes on port
   8081, resource requests, a non-root read-only container) running as
@@ -33,26 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from racksmith.apiserver.rbac.bootstrap import AGENT_ROLE, bootstrap_objects
-from racksmith.app.identities import LABELS, MANAGER, NAMESPACE, RBAC, identity_objects
+from racksmith.app.identities import LABELS, MANAGER, NAMESPACE, identity_objects
 from racksmith.kinds.crdgen import all_crds, kind_roles
 from racksmith.runtime.access import Access
 
 Obj = dict[str, Any]
 IMAGE = "ghcr.io/racksmith/racksmith"
 PORT = 8081
-
-
-def _agent_rbac() -> list[Obj]:
-    role = next(o for o in bootstrap_objects()
-                if o["kind"] == "ClusterRole" and o["metadata"]["name"] == AGENT_ROLE)
-    role = {**role, "metadata": {"name": AGENT_ROLE, "labels": dict(LABELS)}}
-    binding = {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": AGENT_ROLE, "labels": dict(LABELS)},
-               "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": AGENT_ROLE},
-               "subjects": [{"kind": "ServiceAccount", "name": "racksmith-agent",
-                             "namespace": "default"}]}
-    return [role, binding]
 
 
 def _deployment(image: str) -> Obj:
@@ -142,7 +128,7 @@ def kustomize_base(accesses: Mapping[str, Access], *, image: str = IMAGE,
     files: dict[str, list[Obj] | Obj] = {
         "namespace.yaml": [namespace],
         "crds.yaml": all_crds(),
-        "rbac.yaml": [*rbac, *_agent_rbac(), *kind_roles()],
+        "rbac.yaml": [*rbac, *kind_roles()],
         "controllers.yaml": [*_ironic_connection(), _deployment(image)],
         "agent-bootstrap.yaml": [_agent_bootstrap()],
     }

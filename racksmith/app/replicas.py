@@ -63,8 +63,10 @@ class Replica:
 class Replicas:
     """API server replicas 1..M-1 as processes of their own."""
 
-    def __init__(self, data_dir: Path, etcd: EtcdConfig, count: int, host: str) -> None:
+    def __init__(self, data_dir: Path, etcd: EtcdConfig, count: int, host: str, *,
+                 host_restriction: bool = True) -> None:
         self.data_dir = data_dir
+        self.host_restriction = host_restriction
         self.etcd = etcd
         self.count = count
         self.host = host
@@ -76,6 +78,8 @@ class Replicas:
                 "--data-dir", str(replica_dir), "--shared-dir", str(self.data_dir),
                 "--host", self.host, "--port", "0",
                 "--etcd-endpoints", ",".join(etcd.endpoints), "--etcd-prefix", etcd.prefix]
+        if not self.host_restriction:
+            args.append("--no-host-restriction")
         for flag, path in (("--etcd-cafile", etcd.ca_file), ("--etcd-certfile", etcd.cert_file),
                            ("--etcd-keyfile", etcd.key_file)):
             if path is not None:

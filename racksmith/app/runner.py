@@ -264,7 +264,8 @@ class Racksmith:
             ApiServerConfig(data_dir=s.data_dir, host=s.host, port=s.port,
                             insecure_http=s.insecure_http, etcd=etcd,
                             shared_dir=s.shared_dir, tls_cert_file=s.tls_cert_file,
-                            tls_key_file=s.tls_key_file, client_ca_file=s.client_ca_file),
+                            tls_key_file=s.tls_key_file, client_ca_file=s.client_ca_file,
+                            host_restriction=s.host_restriction),
             ready=self.ready, metrics=self._metrics,
             extra_routes=[*(console.routes(lambda: self.alertmanager_url) if s.console else []),
                           *self.cluster_proxy.routes()],
@@ -276,7 +277,8 @@ class Racksmith:
         self.log_rotator.start()
         self.on_step(f"API server on {self.server.url}")
         if s.apiserver_replicas > 1 and etcd is not None:
-            self.replicas = Replicas(s.data_dir, etcd, s.apiserver_replicas, s.host)
+            self.replicas = Replicas(s.data_dir, etcd, s.apiserver_replicas, s.host,
+                                     host_restriction=s.host_restriction)
             try:
                 await self.replicas.start()
             except RuntimeError as exc:

@@ -95,6 +95,10 @@ class Settings:
     tls_key_file: Path | None = None
     client_ca_file: Path | None = None
     """``--client-ca-file``: accept client certificates this CA issued."""
+    host_restriction: bool = True
+    """``--no-host-restriction``: the API server does without its host
+    restriction (host agents and kubelets get RBAC alone, as on a
+    kube-apiserver without Racksmith's second line)."""
     probe_cluster_endpoints: bool = False
     """``racksmith up --probe-cluster-endpoints``: the Cluster controller
     probes each managed cluster's endpoint (``/readyz``) and sets

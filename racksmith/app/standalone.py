@@ -15,7 +15,12 @@ and ``/readyz`` on their own address. The backup controller runs with
 API's objects are in the cluster's etcd, which a ControlPlaneBackup cannot
 copy, so one created there ends Failed at once with the way to back etcd up
 (``etcdctl snapshot save``) and a BackupFailed Event rather than staying
-unprocessed; no backup is taken before an update either.
+unprocessed; no backup is taken before an update either. With a clusters
+directory (``--clusters-dir``) each managed cluster is reached through its
+own API, as ``racksmith up`` reaches them (the node-side controllers inside
+each cluster, a ClusterClients tracker keeping its client keys there), and
+with the virtual datacenter's network file (``--emulated-network``) an
+emulated cluster's endpoint at its loopback image.
 SIGTERM/SIGINT stop it gracefully (the Lease is released for the standby).
 """
 
@@ -41,7 +46,9 @@ from racksmith.backup.service import EtcdStoreSnapshots
 from racksmith.controllers import DEFAULT_WORKERS
 from racksmith.ironic.client import IronicClient
 from racksmith.kinds.metal import ChecksumType, Image
+from racksmith.loopback import LoopbackMap
 from racksmith.provisioner.ironic import IronicProvisioner
+from racksmith.runtime.clusters import ClusterClients
 from racksmith.runtime.kubeclient import api_client
 from racksmith.runtime.manager import Manager
 
@@ -67,6 +74,12 @@ class ControllersSettings:
     default_image: Image | None = None
     workers: int = DEFAULT_WORKERS
     timings: Timings = field(default_factory=Timings)
+    clusters_dir: Path | None = None
+    """Reach each managed cluster through its own API, its client keys kept
+    here (None: every cluster's node side in the API of ``kubeconfig``)."""
+    emulated_network: Path | None = None
+    """The virtual datacenter's ``network.json``: reach an emulated
+    cluster's endpoint at its loopback image (``racksmith.loopback``)."""
 
 
 class Controllers:
@@ -79,6 +92,7 @@ class Controllers:
         self.port = 0
         self._client: Any = None
         self._ironic: IronicClient | None = None
+        self._clusters: ClusterClients | None = None
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
 
@@ -107,11 +121,15 @@ class Controllers:
         registry = CollectorRegistry()
         settings = Settings(controller_workers=s.workers, timings=s.timings,
                             reference_workloads=False)
+        if s.clusters_dir is not None:
+            self._clusters = ClusterClients(s.clusters_dir)
+        reach = LoopbackMap(s.emulated_network).image if s.emulated_network is not None \
+            else None
         controllers = build_controllers(
             settings, self._client, provisioner=provisioner, registry=registry,
             default_image=s.default_image, alertmanager_url=None, emulated=False,
             client_for=client_for, snapshotter=EtcdStoreSnapshots(),
-            backup_before_update=False)
+            backup_before_update=False, clusters=self._clusters, reach=reach)
         self.manager = Manager(self._client, controllers, leader_election=s.leader_election,
                                lease_namespace=LEASE_NAMESPACE, lease_name=LEASE_NAME,
                                registry=registry)
@@ -150,6 +168,8 @@ class Controllers:
             await self.identities.close()
         if self._ironic is not None:
             await self._ironic.__aexit__(None, None, None)
+        if self._clusters is not None:
+            await self._clusters.close()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()

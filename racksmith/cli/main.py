@@ -216,6 +216,11 @@ def up(
                                      "after start; repeatable."),
     insecure_http: bool = typer.Option(False, help="Plain http, anonymous access (tests "
                                        "only)."),
+    host_restriction: bool = typer.Option(
+        True, "--host-restriction/--no-host-restriction",
+        help="The API server narrows host agents to their own host's objects before RBAC "
+        "(a second line: with --no-host-restriction it authorizes with RBAC alone, as "
+        "kube-apiserver does)."),
     leader_election: bool = typer.Option(True, help="Hold a Lease while running "
                                          "controllers."),
     progress: bool = typer.Option(False, help="Without a terminal: print each start-up step "
@@ -320,7 +325,8 @@ def up(
                         backup_key_file=backup_key_file, run_controllers=not no_controllers,
                         etcd_members=etcd_members if use_etcd else 0,
                         apiserver_replicas=apiserver_replicas,
-                        probe_cluster_endpoints=probe_cluster_endpoints)
+                        probe_cluster_endpoints=probe_cluster_endpoints,
+                        host_restriction=host_restriction)
     _run(Racksmith(settings), progress, live)
 
 
@@ -347,6 +353,11 @@ def apiserver(
     client_ca_file: Path = typer.Option(None, help="Accept client certificates this CA "
                                         "issued (CN the user, O its groups), as "
                                         "kube-apiserver's --client-ca-file."),
+    host_restriction: bool = typer.Option(
+        True, "--host-restriction/--no-host-restriction",
+        help="Narrow host agents and kubelets to their own host's objects before RBAC "
+        "(a second line: with --no-host-restriction the server authorizes with RBAC "
+        "alone, as kube-apiserver does)."),
 ) -> None:
     """Run the embedded API server alone (no controllers); with --etcd-endpoints,
     one of several replicas on one etcd cluster; with a cluster's PKI
@@ -372,7 +383,8 @@ def apiserver(
     settings = Settings(data_dir=data_dir or default_data_dir(), host=host, port=port,
                         insecure_http=insecure_http, log_level=log_level, with_ironic=False,
                         etcd=etcd, shared_dir=shared_dir, tls_cert_file=tls_cert_file,
-                        tls_key_file=tls_private_key_file, client_ca_file=client_ca_file)
+                        tls_key_file=tls_private_key_file, client_ca_file=client_ca_file,
+                        host_restriction=host_restriction)
     _run(Racksmith(settings, with_controllers=False), False)
 
 
@@ -396,6 +408,13 @@ def controllers(
     default_image_sha256: str = typer.Option(None, help="Its sha256."),
     workers: int = typer.Option(DEFAULT_WORKERS, help="Workers per controller (at most)."),
     timings: Path = typer.Option(None, help="YAML file overriding controller waits."),
+    clusters_dir: Path = typer.Option(None, help="Reach each managed cluster through its "
+                                      "own API (Cluster.status.controlPlaneEndpoint), its "
+                                      "client keys kept in this directory."),
+    emulated_network: Path = typer.Option(None, help="The virtual datacenter's network.json "
+                                          "(racksmith up's DATA/emulator/network.json): "
+                                          "reach emulated clusters at their loopback "
+                                          "images."),
     log_level: str = typer.Option("info", help="Log level."),
     log_format: str = typer.Option("console", help="console or json."),
 ) -> None:
@@ -425,7 +444,8 @@ def controllers(
         kubeconfig=kubeconfig, ironic_url=ironic_url, ironic_username=ironic_username,
         ironic_password=password, ironic_ca=ironic_ca, listen=(host, int(port)),
         leader_election=leader_election, service_account_credentials=service_account_credentials,
-        default_image=image, workers=workers, timings=waits)
+        default_image=image, workers=workers, timings=waits, clusters_dir=clusters_dir,
+        emulated_network=emulated_network)
     asyncio.run(Controllers(settings).run_forever())
 
 

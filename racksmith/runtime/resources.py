@@ -64,6 +64,8 @@ PODS = Resource("", "v1", "pods")
 CONFIG_MAPS = Resource("", "v1", "configmaps")
 NAMESPACES = Resource("", "v1", "namespaces")
 PDBS = Resource("policy", "v1", "poddisruptionbudgets")
+ROLES = Resource("rbac.authorization.k8s.io", "v1", "roles")
+ROLE_BINDINGS = Resource("rbac.authorization.k8s.io", "v1", "rolebindings")
 
 __all__ = [
     "AUTOPAUSES",
@@ -91,6 +93,8 @@ __all__ = [
     "PVS",
     "REBOOTS",
     "RELEASES",
+    "ROLES",
+    "ROLE_BINDINGS",
     "SECRETS",
     "SERVICE_ACCOUNTS",
     "STORAGE_CLASSES",

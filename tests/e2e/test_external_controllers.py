@@ -1,7 +1,14 @@
-"""The controllers as their own process bring the demo cluster up (docs/ha.md).
+"""The controllers as their own process bring the demo cluster up (docs/ha.md),
+against a management API with kube's features only.
 
-``racksmith up --no-controllers`` runs the API server, Ironic and a virtual
-datacenter of fake-BMC hosts with the controllers' identities in place;
+``racksmith up --no-controllers --no-host-restriction`` runs the API server
+(authorizing with RBAC alone, as kube-apiserver does: no host restriction),
+Ironic and a virtual datacenter of fake-BMC hosts with the controllers'
+identities in place; the hosts' real agent processes carry tokens bound to
+their user-data Secrets and reach their LCMMachines through the Roles the
+Machine controller made for each; ``racksmith controllers`` reaches the
+cluster through its own API (``--clusters-dir``, ``--emulated-network``), so
+the Nodes register there and none in the management API;
 ``racksmith controllers`` runs beside it as ``controller-manager`` (a token
 from ``kubectl create token``, what the manifests' Deployment gets from its
 ServiceAccount), every controller as its own ServiceAccount. The cluster's
@@ -44,7 +51,8 @@ def test_racksmith_controllers_brings_the_cluster_up_with_its_own_identities(
         tmp_path: Path) -> None:
     data = tmp_path / "site"
     extra = ["--emulate-hosts", str(len(MACHINES)), "--ironic-port", "0", "--hardware",
-             "fake", "--timings", str(TIMINGS), "--no-controllers", "--apply-emulated-hosts",
+             "fake", "--timings", str(TIMINGS), "--no-controllers", "--no-host-restriction",
+             "--apply-emulated-hosts",
              "--apply", str(EXAMPLES)]
     server = start_server(data, command="up", extra=extra, timeout=240)
     home = data / "home"
@@ -68,7 +76,9 @@ def test_racksmith_controllers_brings_the_cluster_up_with_its_own_identities(
                 [sys.executable, "-m", "racksmith.cli.main", "controllers", "--kubeconfig",
                  str(own), "--ironic-url", ironic.group(1), "--default-image-url",
                  image.group(1), "--default-image-sha256", image.group(2), "--listen",
-                 "127.0.0.1:0", "--timings", str(TIMINGS)],
+                 "127.0.0.1:0", "--timings", str(TIMINGS),
+                 "--clusters-dir", str(tmp_path / "clusters"),
+                 "--emulated-network", str(data / "emulator" / "network.json")],
                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
 
         def up() -> dict[str, Any] | None:
@@ -78,11 +88,18 @@ def test_racksmith_controllers_brings_the_cluster_up_with_its_own_identities(
         wait_for(rack, "the machines Ready under racksmith controllers", up, timeout=600)
         refused = component_refusals(data)
         assert refused == [], refused
+        assert rack.get("nodes")["items"] == []  # the cluster's own API holds them
         writers = subprocess.run(
             [sys.executable, "-m", "racksmith.cli.main", "audit", "--user",
              "system:serviceaccount:racksmith-system:machine-controller", "--data-dir",
              str(data)], capture_output=True, text=True, timeout=60).stdout
         assert "machines" in writers
+        # every host agent worked as its own ServiceAccount, by its Role alone
+        agents = subprocess.run(
+            [sys.executable, "-m", "racksmith.cli.main", "audit", "--user",
+             "system:serviceaccount:default:racksmith-host-demo-worker-1", "--data-dir",
+             str(data)], capture_output=True, text=True, timeout=60).stdout
+        assert "lcmmachines/status" in agents and "racksmith:agents" not in agents
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)

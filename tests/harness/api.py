@@ -39,6 +39,7 @@ from kubernetes_asyncio.client import (
     CoreV1Api,
     CustomObjectsApi,
     PolicyV1Api,
+    RbacAuthorizationV1Api,
     StorageV1Api,
 )
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -266,6 +267,7 @@ class World:
         self.storage = StorageV1Api(client)
         self.policy = PolicyV1Api(client)
         self.coordination = CoordinationV1Api(client)
+        self.rbac = RbacAuthorizationV1Api(client)
 
     def plain(self, obj: Any) -> Obj:
         """A typed client object as the JSON the server sent."""

@@ -7,6 +7,9 @@ from pathlib import Path
 
 COMPONENTS = "system:serviceaccount:racksmith-system:"
 """The controllers' and the process's identities (racksmith.app.identities)."""
+HOST_PREFIX = "racksmith-host-"
+"""A host agent's ServiceAccount (racksmith.hostcreds), with or without the
+host restriction's group."""
 
 
 def component_refusals(data_dir: Path) -> list[str]:
@@ -16,8 +19,10 @@ def component_refusals(data_dir: Path) -> list[str]:
         for line in log.read_text().splitlines():
             ev = json.loads(line)
             user = ev.get("user") or {}
-            component = str(user.get("username", "")).startswith(COMPONENTS) or \
-                "racksmith:agents" in (user.get("groups") or [])
+            name = str(user.get("username", ""))
+            component = name.startswith(COMPONENTS) or \
+                "racksmith:agents" in (user.get("groups") or []) or \
+                name.split(":")[-1].startswith(HOST_PREFIX)
             if component and (ev.get("responseStatus") or {}).get("code") == 403:
                 ref = ev.get("objectRef") or {}
                 out.append(f"{user.get('username')} {ev.get('verb')} {ref.get('resource')}"

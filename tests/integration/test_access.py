@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from tests.harness.process import ServerProc, kubectl_path
+from racksmith.hostcreds import host_objects, host_service_account, user_data_secret
+from tests.harness.process import ServerProc, kubectl_path, start_server
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -240,27 +242,23 @@ kind: LCMMachine
 metadata: {name: %(name)s, namespace: default}
 spec: {machineRef: {name: %(name)s}, clusterName: demo, release: racksmith-1.0.0}
 """
-AGENT_SA = """apiVersion: v1
-kind: ServiceAccount
-metadata: {name: racksmith-agent, namespace: default}
-"""
+def host_access(machine: str) -> str:
+    """What the Machine controller makes for a host, as YAML: its
+    ServiceAccount, Role and RoleBinding, and its (empty) user-data Secret."""
+    objects = [*host_objects("default", machine), {
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": user_data_secret(machine), "namespace": "default"}}]
+    return yaml.safe_dump_all(objects)
 
 
-def bound_token(admin: As, lcm_machine: str) -> str:
-    """What the Machine controller asks for a host: a racksmith-agent token
-    bound to the host's LCMMachine (kubectl's --bound-object-kind knows only
-    Pod, Secret and Node, so the TokenRequest goes in raw)."""
-    body = tmp_body = admin.home / f"token-{lcm_machine}.json"
-    tmp_body.write_text(json.dumps({
-        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-        "spec": {"boundObjectRef": {"kind": "LCMMachine", "name": lcm_machine,
-                                    "apiVersion": "lcm.racksmith.io/v1alpha1"}}}))
-    out = admin.ok("create", "--raw",
-                   "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token",
-                   "-f", str(body))
-    reply = json.loads(out)
-    assert reply["spec"]["boundObjectRef"]["name"] == lcm_machine
-    return str(reply["status"]["token"])
+def bound_token(admin: As, machine: str) -> str:
+    """What the Machine controller asks for a host: a token of the host's own
+    ServiceAccount bound to its user-data Secret (kubectl's own flags)."""
+    token = admin.ok("create", "token", host_service_account(machine),
+                     "--bound-object-kind", "Secret",
+                     "--bound-object-name", user_data_secret(machine)).strip()
+    assert token.count(".") == 2
+    return token
 
 
 def raw_patch(server: ServerProc, token: str, path: str, body: object) -> tuple[int, Any]:
@@ -282,14 +280,17 @@ def test_a_host_agent_reaches_only_its_own_machine(
     d = str(server_process.data_dir)
     admin = As(minor, server_process.kubeconfig, tmp_path / "admin")
     host_a, host_b = f"agent-a-{minor}", f"agent-b-{minor}"
-    admin.ok("apply", "-f", "-", input_text=AGENT_SA + "---\n" + LCM % {"name": host_a}
+    user = f"system:serviceaccount:default:{host_service_account(host_a)}"
+    admin.ok("apply", "-f", "-", input_text=host_access(host_a) + "---\n"
+             + host_access(host_b) + "---\n" + LCM % {"name": host_a}
              + "---\n" + LCM % {"name": host_b})
     token = bound_token(admin, host_a)
     agent = ["--token", token]
     who = admin.ok(*agent, "auth", "whoami")
-    assert "system:serviceaccount:default:racksmith-agent" in who and "racksmith:agents" in who
-    # its own LCMMachine: read it, report its status
+    assert user in who and "racksmith:agents" in who
+    # its own LCMMachine: read it, watch it by name, report its status
     admin.ok(*agent, "get", "lcmmachine", host_a)
+    admin.ok(*agent, "get", "lcmmachines", "--field-selector", f"metadata.name={host_a}")
     admin.ok(*agent, "patch", "lcmmachine", host_a, "--subresource=status", "--type=merge",
              "-p", '{"status": {"agentVersion": "test"}}')
     # host B's: refused, in kube-apiserver's wording (kubectl reads before it
@@ -303,13 +304,15 @@ def test_a_host_agent_reaches_only_its_own_machine(
     assert (code, status["reason"]) == (403, "Forbidden")
     assert status["message"] == (
         f'lcmmachines.lcm.racksmith.io "{host_b}" is forbidden: User '
-        '"system:serviceaccount:default:racksmith-agent" cannot patch resource '
+        f'"{user}" cannot patch resource '
         '"lcmmachines/status" in API group "lcm.racksmith.io" in the namespace "default": '
         f'no relationship found between the host agent of LCMMachine default/{host_a} '
         'and this object')
     assert "forbidden" in admin.refused(*agent, "get", "lcmmachine", host_b)
     assert "forbidden" in admin.refused(*agent, "get", "lcmmachines")
     assert "forbidden" in admin.refused(*agent, "get", "secrets")
+    assert "forbidden" in admin.refused(*agent, "create", "token",
+                                        host_service_account(host_b))
     # a Node of another name, or its own with a role label, is refused
     node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "%s"%s}}'
     assert "may only write its own Node" in admin.refused(
@@ -322,17 +325,59 @@ def test_a_host_agent_reaches_only_its_own_machine(
     assert "forbidden" in admin.refused(*agent, "get", "nodes")
     # both requests are in the audit trail, under the agent's identity
     table = racksmith("audit", "--object", f"lcmmachine/{host_b}", "--data-dir", d).stdout
-    assert any(r.split()[2:] == ["system:serviceaccount:default:racksmith-agent", "patch",
-                                 "lcmmachines/status", f"default/{host_b}", "403"]
-               for r in table.splitlines()), table
+    assert any(r.split()[2:] == [user, "patch", "lcmmachines/status", f"default/{host_b}",
+                                 "403"] for r in table.splitlines()), table
     table = racksmith("audit", "--object", f"lcmmachine/{host_a}", "--data-dir", d).stdout
-    assert any(r.split()[2:] == ["system:serviceaccount:default:racksmith-agent", "patch",
-                                 "lcmmachines/status", f"default/{host_a}", "200"]
-               for r in table.splitlines()), table
-    # deleting the host's LCMMachine revokes its token
-    admin.ok("delete", "lcmmachine", host_a)
-    assert "You must be logged in" in admin.refused(*agent, "get", "node", host_a)
+    assert any(r.split()[2:] == [user, "patch", "lcmmachines/status", f"default/{host_a}",
+                                 "200"] for r in table.splitlines()), table
+    # deleting the host's user-data Secret (as deleting its Machine does)
+    # revokes its token
+    admin.ok("delete", "secret", user_data_secret(host_a))
+    assert "You must be logged in" in admin.refused(*agent, "get", "lcmmachine", host_a)
     admin.ok("delete", "node", host_a)
+    admin.ok("delete", "lcmmachine", host_a, host_b)
+
+
+def test_rbac_alone_keeps_a_host_agent_to_its_own_machine(tmp_path: Path) -> None:
+    """With the host restriction switched off (``--no-host-restriction``: a
+    server that authorizes as kube-apiserver does, with RBAC alone), a host
+    agent's token still reaches only its own LCMMachine: its Role names it."""
+    server = start_server(tmp_path / "server", command="apiserver",
+                          extra=["--no-host-restriction"])
+    try:
+        admin = As(VERSIONS[-1], server.kubeconfig, tmp_path / "admin")
+        host_a, host_b = "rbac-a", "rbac-b"
+        user = f"system:serviceaccount:default:{host_service_account(host_a)}"
+        admin.ok("apply", "-f", "-", input_text=host_access(host_a) + "---\n"
+                 + host_access(host_b) + "---\n" + LCM % {"name": host_a}
+                 + "---\n" + LCM % {"name": host_b})
+        agent = ["--token", bound_token(admin, host_a)]
+        who = admin.ok(*agent, "auth", "whoami")
+        assert user in who and "racksmith:agents" not in who  # a plain ServiceAccount
+        admin.ok(*agent, "get", "lcmmachine", host_a)
+        admin.ok(*agent, "get", "lcmmachines", "--field-selector", f"metadata.name={host_a}")
+        admin.ok(*agent, "patch", "lcmmachine", host_a, "--subresource=status",
+                 "--type=merge", "-p", '{"status": {"agentVersion": "test"}}')
+        assert admin.ok(*agent, "create", "token", host_service_account(host_a),
+                        "--bound-object-kind", "Secret",
+                        "--bound-object-name", user_data_secret(host_a)).count(".") == 2
+        # another host's: 403 from RBAC, which has no relationship to tell of
+        code, status = raw_patch(server, agent[1],
+                                 f"/apis/lcm.racksmith.io/v1alpha1/namespaces/default/"
+                                 f"lcmmachines/{host_b}/status",
+                                 {"status": {"agentVersion": "test"}})
+        assert (code, status["reason"]) == (403, "Forbidden")
+        assert status["message"] == (
+            f'lcmmachines.lcm.racksmith.io "{host_b}" is forbidden: User "{user}" cannot '
+            'patch resource "lcmmachines/status" in API group "lcm.racksmith.io" in the '
+            'namespace "default"')
+        for args in (("get", "lcmmachine", host_b), ("get", "lcmmachines"),
+                     ("get", "lcmmachines", "--field-selector", f"metadata.name={host_b}"),
+                     ("get", "secrets"), ("get", "nodes"),
+                     ("create", "token", host_service_account(host_b))):
+            assert "forbidden" in admin.refused(*agent, *args), args
+    finally:
+        server.kill()
 
 
 def test_racksmith_rbac_applies_to_a_server(server_process: ServerProc, tmp_path: Path) -> None:
@@ -353,8 +398,9 @@ def test_racksmith_rbac_applies_to_a_server(server_process: ServerProc, tmp_path
 def test_bad_bound_token_requests_are_refused_with_the_reason(
         server_process: ServerProc, tmp_path: Path) -> None:
     admin = As(33, server_process.kubeconfig, tmp_path / "admin")
-    admin.ok("apply", "-f", "-", input_text=AGENT_SA + "---\n" + LCM % {"name": "bound-x"})
-    path = "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token"
+    admin.ok("apply", "-f", "-", input_text=host_access("bound-x")
+             + "---\n" + LCM % {"name": "bound-x"})
+    path = f"/api/v1/namespaces/default/serviceaccounts/{host_service_account('bound-x')}/token"
 
     def ask(ref: dict[str, str]) -> str:
         body = tmp_path / "request.json"
@@ -363,11 +409,14 @@ def test_bad_bound_token_requests_are_refused_with_the_reason(
         return admin.refused("create", "--raw", path, "-f", str(body))
 
     assert "Unsupported value" in ask({"kind": "Deployment", "name": "bound-x"})
-    assert "not found" in ask({"kind": "LCMMachine", "name": "no-such-machine",
-                               "apiVersion": "lcm.racksmith.io/v1alpha1"})
+    # kube binds tokens to Pods, Secrets and Nodes only: an LCMMachine is a 422
+    refused = ask({"kind": "LCMMachine", "name": "bound-x",
+                   "apiVersion": "lcm.racksmith.io/v1alpha1"})
+    assert "spec.boundObjectRef.kind" in refused and "Unsupported value" in refused
+    assert "not found" in ask({"kind": "Secret", "name": "no-such-secret", "apiVersion": "v1"})
     assert "does not match the UID in record" in ask(
-        {"kind": "LCMMachine", "name": "bound-x", "uid": "another-uid",
-         "apiVersion": "lcm.racksmith.io/v1alpha1"})
-    assert "Unsupported value" in ask({"kind": "LCMMachine", "name": "bound-x",
-                                       "apiVersion": "lcm.racksmith.io/v9"})
+        {"kind": "Secret", "name": user_data_secret("bound-x"), "uid": "another-uid",
+         "apiVersion": "v1"})
+    assert "Unsupported value" in ask({"kind": "Secret", "name": user_data_secret("bound-x"),
+                                       "apiVersion": "v9"})
     admin.ok("delete", "lcmmachine", "bound-x")

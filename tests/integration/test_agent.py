@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import io
 import json
 import signal
@@ -34,8 +33,8 @@ from racksmith.clock import FakeClock
 from racksmith.kinds.cluster import Cluster, ClusterRelease
 from racksmith.planners.release import PlannedRelease, item_hash, plan_state_items
 from racksmith.runtime.client import as_client
-from racksmith.runtime.errors import AlreadyExists
-from racksmith.runtime.resources import LCMMACHINES, SERVICE_ACCOUNTS
+from racksmith.runtime.hostaccess import issue_host_token
+from racksmith.runtime.resources import LCMMACHINES
 from racksmith.runtime.tokens import token_claims
 from tests.harness.wait import eventually
 
@@ -102,19 +101,10 @@ def root(tmp_path: Path) -> Path:
 
 
 async def host_token(client: ApiClient, namespace: str) -> str:
-    """The host's own token, as the Machine controller asks for it: the
-    namespace's racksmith-agent ServiceAccount, bound to LCMMachine ``m-0``
-    (so the agent runs under the API server's host restriction)."""
-    c = as_client(client)
-    with contextlib.suppress(AlreadyExists):
-        await c.create(SERVICE_ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount",
-                                          "metadata": {"name": "racksmith-agent",
-                                                       "namespace": namespace}})
-    lcm = await c.get(LCMMACHINES, namespace, NAME, live=True)
-    assert lcm is not None
-    return await c.request_token(namespace, "racksmith-agent", bound={
-        "kind": "LCMMachine", "apiVersion": f"{GROUP}/{VERSION}", "name": NAME,
-        "uid": lcm["metadata"]["uid"]})
+    """The host's own token, as the Machine controller asks for it: its
+    ServiceAccount ``racksmith-host-m-0``, bound to Secret ``m-0-user-data``
+    (so the agent runs with its own Role, under the host restriction)."""
+    return await issue_host_token(as_client(client), namespace, NAME)
 
 
 async def write_config(api_server: ApiServer, client: ApiClient, root: Path,
@@ -339,8 +329,9 @@ async def test_the_agent_renews_its_token_before_it_runs_out(
         second = yaml.safe_load(config.read_text())["token"]
         renewed = token_claims(second)
         assert second != first and renewed is not None
-        assert (renewed.bound_name, renewed.bound_uid, renewed.seconds) == (
-            NAME, claims.bound_uid, claims.seconds)
+        assert (renewed.bound_kind, renewed.bound_name, renewed.bound_uid,
+                renewed.seconds) == ("secret", f"{NAME}-user-data", claims.bound_uid,
+                                     claims.seconds)
         assert config.stat().st_mode & 0o777 == 0o600
         assert agent_client.configuration.api_key["BearerToken"] == second
         lcm = await as_client(agent_client).get(LCMMACHINES, ns, NAME, live=True)

@@ -242,15 +242,26 @@ async def test_machines_become_nodes_and_go_away(client: ApiClient, ns: str) -> 
         assert config == {"server": "https://127.0.0.1:6443",
                           "certificateAuthorityData": b64(CA_PEM),
                           "namespace": ns, "lcmMachine": "master-1", "nodeName": "master-1"}
-        # the host's own token: racksmith-agent of the namespace, bound to its LCMMachine
+        # the host's own token: its own ServiceAccount, bound to the very
+        # Secret that carries it (deleting the Secret revokes the token)
         lcm = await world.get(LCM, "lcmmachines", "master-1")
         assert lcm is not None
         claims = token_claims(host_token)
         assert claims is not None
         assert (claims.namespace, claims.service_account, claims.bound_kind,
                 claims.bound_name, claims.bound_uid) == (
-            ns, "racksmith-agent", "lcmmachine", "master-1", lcm["metadata"]["uid"])
+            ns, "racksmith-host-master-1", "secret", "master-1-user-data",
+            secret.metadata.uid)
         assert claims.seconds == TIMINGS.agent_token_seconds
+        # ... with a Role of its own: its LCMMachine by name, its status, its tokens
+        role = await world.rbac.read_namespaced_role("racksmith-host-master-1", ns)
+        assert {(tuple(r.resources), tuple(r.resource_names or ())) for r in role.rules} == {
+            (("lcmmachines",), ("master-1",)), (("lcmmachines/status",), ("master-1",)),
+            (("serviceaccounts/token",), ("racksmith-host-master-1",))}
+        binding = await world.rbac.read_namespaced_role_binding("racksmith-host-master-1", ns)
+        assert [(s.kind, s.name) for s in binding.subjects] == [
+            ("ServiceAccount", "racksmith-host-master-1")]
+        assert [o.kind for o in role.metadata.owner_references] == ["Machine"]
         assert cloud["runcmd"] == [["racksmith", "agent", "--config",
                                     "/etc/racksmith/agent.yaml"]]
         assert [i["name"] for i in lcm["spec"]["stateItems"]] == [

@@ -535,7 +535,8 @@ async def _bound_object(service: ResourceService, registry: Registry | None, nam
         raise errors.invalid("TokenRequest", "", [Cause("spec.boundObjectRef.name",
                                                         "Required value")],
                              group="authentication.k8s.io")
-    obj = await service.get(info, namespace, name)  # 404 when it does not exist
+    # 404 when it does not exist
+    obj = await service.get(info, namespace if kind.namespaced else "", name)
     uid = str((obj.get("metadata") or {}).get("uid") or "")
     wanted = ref.get("uid")
     if wanted and wanted != uid:

@@ -32,11 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from racksmith.apiserver.rbac.authorizer import AUTHENTICATED, PRIVILEGED_GROUP, UNAUTHENTICATED
-from racksmith.apiserver.rbac.hostrestriction import (
-    AGENT_GROUP,
-    AGENT_SERVICE_ACCOUNT,
-    NODES_GROUP,
-)
+from racksmith.apiserver.rbac.hostrestriction import AGENT_GROUP, NODES_GROUP
 from racksmith.apiserver.rbac.rules import RBAC_GROUP
 
 Obj = dict[str, Any]
@@ -176,14 +172,11 @@ def bootstrap_objects() -> list[Obj]:
             _rule([""], ["nodes"], ["patch", "update"]),
             _rule([""], ["pods/eviction"], ["create"]),
         ], labels={AGGREGATE_TO_OPERATOR: "true"}),
-        _role(AGENT_ROLE, [
-            # exactly racksmith/agent/kube.py's reads and writes; the host
-            # restriction narrows them to the agent's own host
-            _rule(["lcm.racksmith.io"], ["lcmmachines"], ["get", "list", "watch"]),
-            _rule(["lcm.racksmith.io"], ["lcmmachines/status"], ["get", "patch", "update"]),
-            *_node_rules(),
-            _rule([""], ["serviceaccounts/token"], ["create"], [AGENT_SERVICE_ACCOUNT]),
-        ]),
+        # the node side of racksmith/agent/kube.py for a host whose kubelet
+        # has no cluster credentials yet, narrowed by the host restriction to
+        # the agent's own host; its LCMMachine, status and tokens are the
+        # host's own Role (racksmith.hostcreds), plain RBAC
+        _role(AGENT_ROLE, _node_rules()),
         # a kubelet's certificate (system:node:<node> in system:nodes): the
         # node side of racksmith:agent, narrowed to its own Node likewise
         _role(NODE_ROLE, _node_rules()),

@@ -1,16 +1,21 @@
 """Host agents may reach only their own machine's objects (kube's Node
 authorizer and NodeRestriction admission, for Racksmith's host agents).
 
-Owns :class:`HostRestriction`. A host agent authenticates with a
-ServiceAccount token bound to its host's LCMMachine (``kubectl create token
-racksmith-agent --bound-object-kind LCMMachine ...``; the Machine controller
-requests one for every machine and writes it into the host's user data).
-Such a credential is a *host identity* (:class:`racksmith.apiserver.pki.HostIdentity`):
-it is in the group ``racksmith:agents`` (bound to the ClusterRole
-``racksmith:agent``, which names the kinds and verbs) and, before RBAC is
-asked, this restriction narrows every request to the objects of that one
-host. The host's Node (and its Lease) has the LCMMachine's name, as the
-contracts say (docs/design/cluster-contracts.md).
+Owns :class:`HostRestriction`, a second line behind RBAC in the embedded
+API server only. A host agent authenticates with a token of its own
+ServiceAccount ``racksmith-host-<machine>``, bound to the machine's
+user-data Secret (:mod:`racksmith.hostcreds`; the Machine controller
+requests it and writes it into that Secret). Its rights are plain RBAC — a
+Role per host with ``resourceNames`` — so a kube-apiserver, which has no
+such restriction, gives it exactly its own host's objects too. Here such a
+credential is also a *host identity*
+(:class:`racksmith.apiserver.pki.HostIdentity`): it is in the group
+``racksmith:agents`` (bound to the ClusterRole ``racksmith:agent``: the
+node side, for a host whose kubelet has no cluster credentials yet) and,
+before RBAC is asked, this restriction narrows every request to the objects
+of that one host. The host's Node (and its Lease) has the machine's name, as
+the contracts say (docs/design/cluster-contracts.md). The API server's
+``host_restriction`` switch turns it off.
 
 May (everything else is refused with a 403 in kube-apiserver's wording,
 ending ``no relationship found between the host agent of LCMMachine NS/NAME
@@ -28,7 +33,8 @@ and this object``):
   Volume annotations) only when ``spec.nodeName`` is its Node;
 * StorageClasses (read), its own self reviews, discovery;
 * a new token for itself: ``serviceaccounts/token`` of its own
-  ServiceAccount, bound to its own LCMMachine (the agent renews its token).
+  ServiceAccount, bound to its own user-data Secret (the agent renews its
+  token).
 
 A kubelet's client certificate (user ``system:node:NODE`` in group
 ``system:nodes``, the cluster CA's; ``racksmith.apiserver.x509auth``) is a
@@ -52,6 +58,7 @@ from typing import Any
 
 from racksmith.apiserver.pki import HostIdentity
 from racksmith.apiserver.rbac.rules import Attributes
+from racksmith.hostcreds import host_service_account, user_data_secret
 
 Obj = Mapping[str, Any]
 Lookup = Callable[[str, str, str, str], Awaitable[Obj | None]]
@@ -63,8 +70,6 @@ NODES_GROUP = "system:nodes"
 """The group of every node identity (bound to ClusterRole ``system:node``)."""
 NODE_USER_PREFIX = "system:node:"
 """A node identity's user is ``system:node:<node>``."""
-AGENT_SERVICE_ACCOUNT = "racksmith-agent"
-"""The ServiceAccount, in a machine's namespace, whose bound tokens the agents carry."""
 LEASE_NAMESPACE = "kube-node-lease"
 ROLE_LABEL_PREFIX = "node-role.kubernetes.io/"
 
@@ -154,7 +159,7 @@ class HostRestriction:
         if what == ("", "serviceaccounts"):
             return (not host.kubelet and sub == "token" and verb == "create"
                     and attrs.namespace == host.namespace
-                    and name == AGENT_SERVICE_ACCOUNT)
+                    and name == host_service_account(host.lcm_machine))
         return False
 
     @staticmethod
@@ -189,14 +194,15 @@ def _taints(obj: Obj | None) -> Any:
 
 def bound_token_check(host: HostIdentity, body: Obj) -> str | None:
     """Why a host agent may not ask for this TokenRequest (None: it may): only
-    a token bound to its own LCMMachine."""
+    a token bound to its own user-data Secret."""
     spec = body.get("spec") if isinstance(body.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     ref = spec.get("boundObjectRef")
     if host.kubelet:
         return "a node may not request ServiceAccount tokens"
-    if not isinstance(ref, Mapping) or ref.get("kind") != "LCMMachine" or \
-            ref.get("name") != host.lcm_machine or ref.get("uid") not in (None, "", host.uid):
-        return (f"a host agent may only request tokens bound to its own LCMMachine "
-                f"{host.namespace}/{host.lcm_machine}")
+    secret = user_data_secret(host.lcm_machine)
+    if not isinstance(ref, Mapping) or ref.get("kind") != "Secret" or \
+            ref.get("name") != secret or ref.get("uid") not in (None, "", host.uid):
+        return (f"a host agent may only request tokens bound to its own user-data Secret "
+                f"{host.namespace}/{secret}")
     return None

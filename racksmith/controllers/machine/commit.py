@@ -56,8 +56,9 @@ from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
 from racksmith.runtime.client import Client
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
-from racksmith.runtime.errors import AlreadyExists, Conflict, NotFound
+from racksmith.runtime.errors import Conflict, NotFound
 from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.hostaccess import ensure_host_access, host_agent_token
 from racksmith.runtime.resources import (
     HOSTS,
     IPAMHOSTS,
@@ -65,7 +66,6 @@ from racksmith.runtime.resources import (
     MACHINES,
     NODES,
     SECRETS,
-    SERVICE_ACCOUNTS,
 )
 from racksmith.runtime.result import Done, RequeueAfter, Result
 
@@ -80,6 +80,10 @@ class SecretData:
     resource_version: str
     data: dict[str, bytes] = field(repr=False)
     raw: dict[str, Any] = field(repr=False)
+
+    @property
+    def uid(self) -> str:
+        return str((self.raw.get("metadata") or {}).get("uid") or "")
 
     @classmethod
     def from_raw(cls, raw: Mapping[str, Any]) -> SecretData:
@@ -204,17 +208,22 @@ class Committer:
                     await self.client.update(LCMMACHINES, body)
                 return Outcome()
             case WriteUserData(access=access, token=token, files=files):
+                current = raw.user_data
                 if token is None:
-                    token = await self._agent_token(ns, name, raw.lcm)
+                    # the token is bound to the Secret (name and uid): the
+                    # Secret comes first, empty; a crash here leaves an
+                    # empty one, which the next reconcile fills
+                    if current is None:
+                        current = SecretData.from_raw(await self.client.create(
+                            SECRETS, self._user_data(machine, None)))
+                    await self._host_access(machine)
+                    token = await self._agent_token(ns, name, current.uid)
                 text = render_user_data(access, token, ns, name, files)
-                secret = self._owned(machine, "v1", "Secret", n.user_data_secret(name), None)
-                secret.pop("spec")
-                secret["type"] = "Opaque"
-                secret["data"] = {n.USER_DATA_KEY: base64.b64encode(text.encode()).decode()}
-                if raw.user_data is None:
+                secret = self._user_data(machine, text)
+                if current is None:
                     await self.client.create(SECRETS, secret)
                 else:
-                    secret["metadata"]["resourceVersion"] = raw.user_data.resource_version
+                    secret["metadata"]["resourceVersion"] = current.resource_version
                     await self.client.update(SECRETS, secret)
                 return Outcome()
             case ProvisionHost(host=host, image=image, profile=profile):
@@ -280,31 +289,35 @@ class Committer:
                 return Outcome()
         raise TypeError(f"unknown action {action!r}")
 
-    async def _agent_token(self, namespace: str, name: str, lcm: Mapping[str, Any] | None
-                           ) -> str:
-        """A new token for the host agent of machine ``name``: ServiceAccount
-        ``racksmith-agent`` of the namespace (created when missing), bound to
-        LCMMachine ``name`` (the planner writes user data only once it exists)."""
-        uid = str(((lcm or {}).get("metadata") or {}).get("uid") or "")
-        if not uid:
-            raise Conflict(409, "Conflict", f"LCMMachine {namespace}/{name} has no uid yet")
-        bound = {"kind": "LCMMachine", "apiVersion": n.LCM_API_VERSION, "name": name,
-                 "uid": uid}
-        seconds = self.timings.agent_token_seconds
-        try:
-            return await self.client.request_token(namespace, n.AGENT_SERVICE_ACCOUNT,
-                                                   seconds=seconds, bound=bound)
-        except NotFound:
-            pass
-        try:
-            await self.client.create(SERVICE_ACCOUNTS, {
-                "apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": n.AGENT_SERVICE_ACCOUNT, "namespace": namespace,
-                             "labels": {"app.kubernetes.io/part-of": "racksmith"}}})
-        except AlreadyExists:
-            pass
-        return await self.client.request_token(namespace, n.AGENT_SERVICE_ACCOUNT,
-                                               seconds=seconds, bound=bound)
+    def _user_data(self, machine: Machine, text: str | None) -> dict[str, Any]:
+        """Secret ``m-user-data`` owned by the Machine (None: empty, for now)."""
+        secret = self._owned(machine, "v1", "Secret",
+                             n.user_data_secret(machine.metadata.name or ""), None)
+        secret.pop("spec")
+        secret["type"] = "Opaque"
+        secret["data"] = {} if text is None else {
+            n.USER_DATA_KEY: base64.b64encode(text.encode()).decode()}
+        return secret
+
+    async def _host_access(self, machine: Machine) -> None:
+        """The host agent's ServiceAccount, Role and RoleBinding
+        (``racksmith-host-<m>``, :mod:`racksmith.hostcreds`), owned by the
+        Machine. Looked at whenever a token is requested (new user data,
+        renewal), not on every reconcile."""
+        owned = self._owned(machine, "v1", "ServiceAccount", "", None)["metadata"]
+        await ensure_host_access(self.client, machine.metadata.namespace or "",
+                                 machine.metadata.name or "",
+                                 {"labels": owned["labels"],
+                                  "ownerReferences": owned["ownerReferences"]})
+
+    async def _agent_token(self, namespace: str, name: str, secret_uid: str) -> str:
+        """A new token for the host agent of machine ``name``: its own
+        ServiceAccount, bound to its user-data Secret (of uid ``secret_uid``)."""
+        if not secret_uid:
+            raise Conflict(409, "Conflict", f"Secret {namespace}/{n.user_data_secret(name)} "
+                           "has no uid yet")
+        return await host_agent_token(self.client, namespace, name, secret_uid,
+                                      seconds=self.timings.agent_token_seconds)
 
     async def _claim(self, machine: Machine, names: tuple[str, ...]) -> Outcome:
         """Claim the first still-free host of ``names``; a 409 means someone

@@ -63,7 +63,7 @@ from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine, Rol
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine, lcm_change
 from racksmith.kinds.metal import BareMetalHost, Image
-from racksmith.runtime.access import EVENTS, reads, tokens_for, watches, writes
+from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
@@ -79,6 +79,8 @@ from racksmith.runtime.resources import (
     NODES,
     PODS,
     RELEASES,
+    ROLE_BINDINGS,
+    ROLES,
     SECRETS,
     SERVICE_ACCOUNTS,
 )
@@ -95,9 +97,16 @@ ACCESS = (watches(MACHINES, HOSTS, IPAMHOSTS, LCMMACHINES, NODES, CLUSTERS, RELE
           + writes(NODES, "update", "delete")
           + writes(PODS, "create", subresource="eviction")
           + writes(SERVICE_ACCOUNTS, "create")
-          + tokens_for(n.AGENT_SERVICE_ACCOUNT) + EVENTS)
+          + writes(SERVICE_ACCOUNTS, "create", subresource="token")
+          + reads(ROLES, ROLE_BINDINGS)
+          + writes(ROLES, "create", "update", "escalate", "bind")
+          + writes(ROLE_BINDINGS, "create", "update") + EVENTS)
 """What the controller reads and writes: its ClusterRole (``racksmith.app.identities``).
-It creates the host agents' ServiceAccount and asks for their bound tokens."""
+It creates each host agent's ServiceAccount, Role and RoleBinding
+(:mod:`racksmith.hostcreds`) and asks for its bound tokens. The Role grants
+what the controller itself need not hold (an LCMMachine's status), so it may
+``escalate`` and ``bind`` Roles, as kube's RBAC requires of anyone granting
+more than it has: held by one controller identity, never by users."""
 DEFAULT_AGENT_SECRET = ("racksmith-system", "racksmith-agent")
 
 
@@ -216,8 +225,8 @@ class MachineReconciler:
                 pki_files = await self._kubelet_files(ns, machine.spec.cluster_name, name,
                                                       pki_files, user_data)
         token = token_of(user_data)
-        lcm_uid = (lcm.metadata.uid or "") if lcm is not None else ""
-        if not token_fresh(token, lcm_uid, self.clock.wall().timestamp()):
+        secret_uid = raw.user_data.uid if raw.user_data is not None else ""
+        if not token_fresh(token, secret_uid, self.clock.wall().timestamp()):
             token = None
         observed = Observed(
             machine=machine, cluster=cluster, release=release, hosts=tuple(hosts),

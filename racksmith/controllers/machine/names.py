@@ -2,14 +2,17 @@
 
 Owns the controller's field manager, its finalizer and labels, the names of
 the objects it creates for a Machine ``m`` (IpamHost ``m``, LCMMachine ``m``,
-Secret ``m-user-data``), the agent Secret's keys, the agents' ServiceAccount,
-and the condition types and reasons it writes (see ``docs/design/cluster-contracts.md``, "Objects
-and names"). The resources it reads and writes are in
+Secret ``m-user-data``; the host agent's ServiceAccount, Role and
+RoleBinding ``racksmith-host-m`` are :mod:`racksmith.hostcreds`'), the agent
+Secret's keys, and the condition types and reasons it writes (see
+``docs/design/cluster-contracts.md``, "Objects and names"). The resources it reads and writes are in
 ``racksmith.runtime.resources``.
 """
 
 from __future__ import annotations
 
+from racksmith.hostcreds import host_service_account as host_service_account
+from racksmith.hostcreds import user_data_secret as user_data_secret
 from racksmith.kinds import cluster
 
 MACHINE_API_VERSION = cluster.Machine.info.api_version
@@ -29,16 +32,7 @@ releasing the host clears it); absent when the user had set it."""
 USER_DATA_KEY = "userData"
 AGENT_CONFIG_PATH = "/etc/racksmith/agent.yaml"
 AGENT_SECRET_KEYS = ("server", "ca.crt")
-AGENT_SERVICE_ACCOUNT = "racksmith-agent"
-"""The ServiceAccount of a Machine's namespace whose tokens, bound to the
-machine's LCMMachine, the host agents carry (the API server's host restriction
-narrows such a token to that one host)."""
 LCM_API_VERSION = "lcm.racksmith.io/v1alpha1"
-
-
-def user_data_secret(machine: str) -> str:
-    """Name of the Secret holding the user data of ``machine``."""
-    return f"{machine}-user-data"
 
 
 # Condition types.

@@ -113,7 +113,8 @@ class WriteLCMMachine:
 @dataclass(frozen=True)
 class WriteUserData:
     """Create or replace Secret ``m-user-data``: the agent config with
-    ``token``; None: a new token bound to LCMMachine ``m``, requested first.
+    ``token``; None: a new token of the host's ServiceAccount, bound to that
+    Secret (made first, empty, when missing), requested first.
     ``files``: a control-plane machine's PKI files (path → PEM)."""
 
     access: AgentAccess

@@ -105,13 +105,13 @@ def file_of(user_data: str | None, path: str) -> bytes | None:
     return _read(user_data or "").files.get(path)
 
 
-def token_fresh(token: str | None, lcm_uid: str, now: float) -> bool:
-    """Is ``token`` bound to the LCMMachine of uid ``lcm_uid`` and not yet due
-    for renewal at ``now`` (Unix seconds)? Reads the claims only (the API
-    server checks the signature)."""
+def token_fresh(token: str | None, secret_uid: str, now: float) -> bool:
+    """Is ``token`` bound to the user-data Secret of uid ``secret_uid`` and
+    not yet due for renewal at ``now`` (Unix seconds)? Reads the claims only
+    (the API server checks the signature)."""
     claims = token_claims(token)
-    return (claims is not None and bool(lcm_uid) and claims.bound_kind == "lcmmachine"
-            and claims.bound_uid == lcm_uid and not claims.due(now))
+    return (claims is not None and bool(secret_uid) and claims.bound_kind == "secret"
+            and claims.bound_uid == secret_uid and not claims.due(now))
 
 
 class _Literal(str):

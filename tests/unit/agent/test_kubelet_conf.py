@@ -185,28 +185,35 @@ async def test_the_node_side_moves_to_the_cluster_once_kubelet_conf_has_credenti
         assert await kube.node_client() is kube.client  # no credentials: management
         assert kube.generation == 0
 
-        give_credentials(root)
+        give_credentials(root)  # the user data's files, before kubeadm rewrote kubelet.conf
+        with pytest.raises(ClusterUnavailable):  # no node side until it does
+            await kube.node_client()
+        assert kube.generation == 1
         host.write_file(kubeadm.KUBELET_CONF, kubeadm.render_kubelet_conf(
             CLUSTER, NODE, MANAGEMENT, credentials=True).encode(), 0o600)
         cluster = await kube.node_client()
         assert cluster is not kube.client and kube.uses_cluster
-        assert kube.generation == 1
+        assert kube.generation == 2
         image = network.lookup("10.0.0.100")
         assert image is not None and image.startswith("127.")
         assert cluster.api_client.configuration.host == f"https://{image}:6443"
         assert cluster.api_client.configuration.cert_file == str(
             root / "var/lib/kubelet/pki/kubelet-client-current.pem")
         assert await kube.node_client() is cluster  # unchanged: the same client
-        assert kube.generation == 1
+        assert kube.generation == 2
 
         give_credentials(root)  # a renewed certificate: a new client
         renewed = await kube.node_client()
-        assert renewed is not cluster and kube.generation == 2
+        assert renewed is not cluster and kube.generation == 3
 
         host.write_file(kubeadm.KUBELET_CONF, kubeadm.render_kubelet_conf(
             CLUSTER, NODE, MANAGEMENT).encode(), 0o600)
-        assert await kube.node_client() is kube.client  # back to management
-        assert kube.generation == 3 and not kube.uses_cluster
+        with pytest.raises(ClusterUnavailable):  # credentials, but not in kubelet.conf
+            await kube.node_client()
+        for rel in (kubeadm.CLUSTER_CA, kubeadm.KUBELET_CLIENT):
+            (root / rel.lstrip("/")).unlink()
+        assert await kube.node_client() is kube.client  # none at all: management
+        assert kube.generation == 5 and not kube.uses_cluster
     finally:
         await kube.close()
 

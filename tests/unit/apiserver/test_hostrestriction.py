@@ -57,7 +57,7 @@ ALLOWED = [
     ("GET", f"{VOLUMES}/v-mine", {}),
     ("PATCH", f"{VOLUMES}/v-mine", {}),
     ("GET", "/apis/storage.k8s.io/v1/storageclasses/local", {}),
-    ("POST", "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token", {}),
+    ("POST", "/api/v1/namespaces/default/serviceaccounts/racksmith-host-m1/token", {}),
     ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {}),
     ("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {}),
     ("GET", "/apis", {}),
@@ -85,7 +85,7 @@ REFUSED = [
     ("GET", "/api/v1/namespaces/default/secrets/s", {}),
     ("GET", "/api/v1/namespaces/default/configmaps", {}),
     ("POST", "/api/v1/namespaces/default/serviceaccounts/other/token", {}),
-    ("POST", "/api/v1/namespaces/other/serviceaccounts/racksmith-agent/token", {}),
+    ("POST", "/api/v1/namespaces/other/serviceaccounts/racksmith-host-m1/token", {}),
     ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {}),
 ]
 
@@ -121,15 +121,17 @@ def test_admission_checks_the_written_object() -> None:
     assert admit(HOST, "", "configmaps", "default", {"metadata": {"name": "x"}}, None) is None
 
 
-def test_an_agent_may_ask_only_for_a_token_bound_to_its_own_lcmmachine() -> None:
+def test_an_agent_may_ask_only_for_a_token_bound_to_its_own_user_data() -> None:
     def body(**ref: str) -> dict[str, Any]:
         return {"spec": {"boundObjectRef": ref}}
 
-    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1", uid="uid-1")) is None
-    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1")) is None
-    assert bound_token_check(HOST, body(kind="LCMMachine", name="m2")) is not None
-    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1", uid="other")) is not None
+    assert bound_token_check(HOST, body(kind="Secret", name="m1-user-data", uid="uid-1")) is None
+    assert bound_token_check(HOST, body(kind="Secret", name="m1-user-data")) is None
+    assert bound_token_check(HOST, body(kind="Secret", name="m2-user-data")) is not None
+    assert bound_token_check(HOST, body(kind="Secret", name="m1-user-data",
+                                        uid="other")) is not None
     assert bound_token_check(HOST, body(kind="Secret", name="m1")) is not None
+    assert bound_token_check(HOST, body(kind="LCMMachine", name="m1")) is not None
     assert bound_token_check(HOST, {"spec": {}}) is not None
     assert "default/m1" in no_relationship(HOST)
 
@@ -159,7 +161,7 @@ async def test_a_node_may_reach_its_own_node_side_objects(
     ("GET", LCM, {"fieldSelector": "metadata.name=m1", "watch": "true"}),
     ("PATCH", f"{LCM}/m1/status", {}),
     ("GET", "/apis/lcm.racksmith.io/v1alpha1/lcmmachines", {}),
-    ("POST", "/api/v1/namespaces/default/serviceaccounts/racksmith-agent/token", {}),
+    ("POST", "/api/v1/namespaces/default/serviceaccounts/racksmith-host-m1/token", {}),
 ])
 async def test_a_node_may_reach_nothing_else(method: str, path: str, query: dict[str, str]
                                              ) -> None:

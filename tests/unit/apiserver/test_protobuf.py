@@ -101,6 +101,20 @@ CASES = [
         path="/api/v1/namespaces/apps/serviceaccounts",
     ),
     Case(
+        "tokenrequest",
+        ["create", "token", "robot", "-n", "apps", "--bound-object-kind", "Secret",
+         "--bound-object-name", "robot-user-data", "--bound-object-uid", "u-1",
+         "--duration", "1h", "--audience", "aud-1"],
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"audiences": ["aud-1"], "expirationSeconds": 3600,
+                     "boundObjectRef": {"kind": "Secret", "apiVersion": "v1",
+                                        "name": "robot-user-data", "uid": "u-1"}},
+        },
+        path="/api/v1/namespaces/apps/serviceaccounts/robot/token",
+    ),
+    Case(
         "resourcequota",
         ["create", "quota", "q", "--hard=pods=2"],
         None,
@@ -119,7 +133,7 @@ def check_decoded(case: Case, body: bytes) -> None:
         assert "kubectl create -f" in message and "kubectl apply" in message
         return
     obj = decode_k8s_protobuf(body)
-    annotations = obj["metadata"].pop("annotations", {})
+    annotations = obj.get("metadata", {}).pop("annotations", {})
     if case.last_applied is not None:
         assert json.loads(annotations.pop(LAST_APPLIED)) == case.last_applied
     assert annotations == {}
@@ -388,6 +402,8 @@ def _capture_app(requests: list[Captured]) -> web.Application:
                 echo = decode_k8s_protobuf(body) if is_k8s_protobuf(body) else json.loads(body)
             except ValueError:
                 pass
+            if path.endswith("/token"):  # kubectl create token prints status.token
+                echo["status"] = {"token": "a.b.c", "expirationTimestamp": None}
             return web.json_response(echo, status=201)
         if path == "/version":
             return web.json_response(

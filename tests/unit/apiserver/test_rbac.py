@@ -11,6 +11,7 @@ from racksmith.apiserver.rbac.authorizer import Authorizer, Subject
 from racksmith.apiserver.rbac.bootstrap import RACKSMITH_GROUPS, ROLE_GROUPS, bootstrap_objects
 from racksmith.apiserver.rbac.requestinfo import request_attributes
 from racksmith.apiserver.rbac.rules import Attributes, covers, describe, rule_allows
+from racksmith.hostcreds import host_objects, host_service_account
 from racksmith.kinds.registry import ALL_KINDS
 
 Obj = dict[str, Any]
@@ -149,13 +150,38 @@ def test_operator_does_the_day_two_actions_and_nothing_about_secrets_or_rbac() -
 
 def test_the_agent_cannot_read_secrets_or_delete_namespaces() -> None:
     a = authorizer()
-    assert a.authorize(AGENT, res("patch", "lcmmachines", "lcm.racksmith.io", sub="status",
-                                  name="m"))
     assert a.authorize(AGENT, res("create", "leases", "coordination.k8s.io",
                                   ns="kube-node-lease"))
     assert not a.authorize(AGENT, res("get", "secrets", name="s"))
     assert not a.authorize(AGENT, res("delete", "namespaces", ns="default", name="default"))
-    assert not a.authorize(AGENT, res("patch", "lcmmachines", "lcm.racksmith.io", name="m"))
+    # LCMMachines are no group's: each host's own Role grants its own
+    assert not a.authorize(AGENT, res("patch", "lcmmachines", "lcm.racksmith.io", sub="status",
+                                      name="m"))
+    assert not a.authorize(AGENT, res("get", "lcmmachines", "lcm.racksmith.io", name="m"))
+
+
+def test_a_host_role_grants_its_own_machine_only() -> None:
+    a = authorizer()
+    for obj in host_objects("n", "m1"):
+        if obj["kind"] != "ServiceAccount":
+            a.load({"Role": "roles", "RoleBinding": "rolebindings"}[obj["kind"]], [obj])
+    host = Subject(f"system:serviceaccount:n:{host_service_account('m1')}",
+                   ("system:serviceaccounts", "system:serviceaccounts:n",
+                    "system:authenticated"))
+    lcm = "lcm.racksmith.io"
+    assert a.authorize(host, res("get", "lcmmachines", lcm, name="m1"))
+    assert a.authorize(host, res("watch", "lcmmachines", lcm, name="m1"))  # pinned by name
+    assert a.authorize(host, res("patch", "lcmmachines", lcm, sub="status", name="m1"))
+    assert a.authorize(host, res("create", "serviceaccounts", sub="token",
+                                 name=host_service_account("m1")))
+    assert not a.authorize(host, res("list", "lcmmachines", lcm))  # every one: no
+    assert not a.authorize(host, res("get", "lcmmachines", lcm, name="m2"))
+    assert not a.authorize(host, res("patch", "lcmmachines", lcm, sub="status", name="m2"))
+    assert not a.authorize(host, res("patch", "lcmmachines", lcm, name="m1"))  # not its spec
+    assert not a.authorize(host, res("get", "lcmmachines", lcm, ns="other", name="m1"))
+    assert not a.authorize(host, res("create", "serviceaccounts", sub="token",
+                                     name=host_service_account("m2")))
+    assert not a.authorize(host, res("get", "secrets", name="m1-user-data"))
 
 
 def test_everyone_authenticated_may_discover_and_ask_about_themselves() -> None:

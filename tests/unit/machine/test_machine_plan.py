@@ -324,16 +324,22 @@ def test_token_fresh_reads_the_binding_and_the_renewal_rule() -> None:
         body = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
         return f"e30.{body}.sig"
 
-    k8s = {"namespace": "default", "serviceaccount": {"name": "racksmith-agent", "uid": "s"},
-           "lcmmachine": {"name": "m1", "uid": "lcm-1"}}
+    k8s = {"namespace": "default",
+           "serviceaccount": {"name": "racksmith-host-m1", "uid": "s"},
+           "secret": {"name": "m1-user-data", "uid": "sec-1"}}
     token = jwt({"iat": 1000, "exp": 2000, "kubernetes.io": k8s})
-    assert token_fresh(token, "lcm-1", 1500)
-    assert not token_fresh(token, "lcm-1", 1801)  # less than a fifth left
-    assert not token_fresh(token, "lcm-2", 1500)  # another LCMMachine (re-created)
+    assert token_fresh(token, "sec-1", 1500)
+    assert not token_fresh(token, "sec-1", 1801)  # less than a fifth left
+    assert not token_fresh(token, "sec-2", 1500)  # another Secret (re-created)
+    assert not token_fresh(token, "", 1500)  # no Secret yet
+    lcm_bound = {**k8s, "lcmmachine": {"name": "m1", "uid": "sec-1"}}
+    del lcm_bound["secret"]
+    assert not token_fresh(jwt({"iat": 1000, "exp": 2000, "kubernetes.io": lcm_bound}),
+                           "sec-1", 1500)  # an older agent token: bound to the LCMMachine
     assert not token_fresh(jwt({"iat": 1000, "exp": 2000, "kubernetes.io": {
-        "namespace": "default", "serviceaccount": {"name": "x", "uid": "s"}}}), "lcm-1", 1500)
-    assert not token_fresh("t0k3n", "lcm-1", 1500)
-    assert not token_fresh(None, "lcm-1", 1500)
+        "namespace": "default", "serviceaccount": {"name": "x", "uid": "s"}}}), "sec-1", 1500)
+    assert not token_fresh("t0k3n", "sec-1", 1500)
+    assert not token_fresh(None, "sec-1", 1500)
     assert token_of(b.user_data()) == b.TOKEN
     assert token_of("#cloud-config\nfoo: [") is None
 
