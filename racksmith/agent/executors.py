@@ -347,6 +347,11 @@ async def _kubeadm(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
         phase = "init"  # Cluster API's first control-plane machine initialises the cluster
     path = kubeadm.config_path(phase)
     try:
+        # what the user data gave for joining (bootstrap token, CA pin,
+        # certificate key), under what the release's configuration says
+        joining = kubeadm.read_join(host, phase)
+        if joining:
+            configuration = kubeadm.merged(joining, dict(configuration or {}))
         content = kubeadm.render_config(phase, cluster, ctx.node_name, configuration).encode()
     except ValueError as exc:
         raise ItemError(str(exc)) from None

@@ -22,8 +22,13 @@ endpoint ``https://<apiServerVIP>:<apiServerPort>`` with those files; else
 it names the node and carries no credentials (the kubelet then talks to
 the management API). Paths inside are the host's paths.
 
-Pure except :func:`read_cluster_context` and :func:`has_kubelet_credentials`,
-which read through a ``Host``. Called by ``executors`` (kubeadm item),
+The kubeadm item merges the join file the user data wrote
+(:func:`read_join`: bootstrap token discovery and the certificate key,
+``racksmith.controlplane.jointoken``) into the phase document, under the
+item's own ``params.configuration``.
+
+Pure except :func:`read_cluster_context`, :func:`has_kubelet_credentials`
+and :func:`read_join`, which read through a ``Host``. Called by ``executors`` (kubeadm item),
 ``kubelet`` and ``kube``.
 """
 
@@ -37,8 +42,9 @@ from typing import Any
 
 import yaml
 
-from racksmith.agent.host import Host
+from racksmith.agent.host import Host, HostError
 from racksmith.agent.kubeadm_fields import unknown_fields
+from racksmith.controlplane.jointoken import JOIN_FILE
 
 __all__ = [
     "CLUSTER_CA",
@@ -49,8 +55,10 @@ __all__ = [
     "cluster_endpoint",
     "config_path",
     "has_kubelet_credentials",
+    "merged",
     "parse_kubelet_conf",
     "read_cluster_context",
+    "read_join",
     "render_config",
     "render_kubelet_conf",
 ]
@@ -240,6 +248,30 @@ def read_cluster_context(host: Host) -> dict[str, Any]:
             if isinstance(doc, dict) and doc.get("apiVersion") == CONTEXT_API:
                 return {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
     return {}
+
+
+def read_join(host: Host, phase: str) -> dict[str, Any]:
+    """The ``phase`` part of the join file the user data wrote
+    (``racksmith.controlplane.jointoken.JOIN_FILE``: bootstrap token
+    discovery, certificate key); {} without one. Raises ValueError for a file
+    that is not YAML (never quoting it: it holds a token)."""
+    try:
+        raw = host.read_file(JOIN_FILE)
+    except (OSError, HostError):
+        return {}
+    if raw is None:
+        return {}
+    try:
+        doc = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise ValueError(f"{JOIN_FILE} is not YAML") from None
+    part = doc.get(phase) if isinstance(doc, dict) else None
+    return dict(part) if isinstance(part, dict) else {}
+
+
+def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``extra`` merged in (mappings deeply, ``extra`` wins)."""
+    return _merge(dict(base), dict(extra))
 
 
 def _k8s_version(version: str) -> str:

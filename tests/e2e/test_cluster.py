@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from racksmith.controlplane.jointoken import parse_join
 from racksmith.planners.roles import plan_node_roles
 from tests.e2e.demo import (
     ALL_MACHINES,
@@ -117,6 +119,25 @@ def test_the_cluster_serves_its_own_api_on_its_control_plane_hosts(
         root = host_root(rack, ready[machine]["status"]["hostRef"]["name"])
         manifests = sorted(p.stem for p in (root / "etc/kubernetes/manifests").glob("*.yaml"))
         assert manifests == ["etcd", "haproxy", "kube-apiserver"], machine
+    # What the real kubeadm joins with: every host's user data carries the
+    # cluster's bootstrap token (the certificate key on masters only), and
+    # the token is in the cluster's own API, where kube's authenticator reads it.
+    join = parse_join(rack.get("secret", "demo-join"))
+    assert join is not None
+    for machine in MACHINES:
+        root = host_root(rack, ready[machine]["status"]["hostRef"]["name"])
+        joining = root / "etc/kubernetes/racksmith/join.yaml"
+        assert joining.stat().st_mode & 0o777 == 0o600
+        text = joining.read_text()
+        assert join.token in text, machine
+        assert (join.certificate_key in text) == (machine in masters), machine
+    found = wait_for(rack, "the bootstrap token in the cluster's API", lambda: [
+        s for s in json.loads(rack.kubectl(
+            "--kubeconfig", str(kubeconfig), "-n", "kube-system", "get", "secrets", "-o",
+            "json").stdout)["items"]
+        if s.get("type") == "bootstrap.kubernetes.io/token"] or None, timeout=60)
+    ids = {base64.b64decode(s["data"]["token-id"]).decode() for s in found}
+    assert join.token_id in ids
 
 
 def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
@@ -176,10 +197,13 @@ def test_no_log_of_any_process_holds_a_token_or_a_bmc_password(
                     (rack.data_dir / "emulator" / "hosts").glob("*/root/etc/racksmith/agent.yaml")}
     assert len(agent_tokens) == len(ALL_MACHINES)  # one per host
     secrets.extend(agent_tokens)
+    join = parse_join(rack.get("secret", "demo-join"))  # the cluster's bootstrap token
+    assert join is not None
+    secrets += [join.token, join.certificate_key]
     for doc in yaml.safe_load_all((rack.data_dir / "emulated-hosts.yaml").read_text()):
         if doc and doc.get("kind") == "Secret":
             secrets.append(base64.b64decode(doc["data"]["password"]).decode())
-    assert len(secrets) >= 1 + 2 * len(ALL_MACHINES)
+    assert len(secrets) >= 3 + 2 * len(ALL_MACHINES)
     logs = [p for p in rack.data_dir.rglob("*.log") if p.is_file()
             and not p.is_relative_to(rack.data_dir / "home")]
     assert any("ironic" in p.parts for p in logs) and any("racksmith-agent.log" == p.name

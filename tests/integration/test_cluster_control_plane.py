@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,13 @@ from kubernetes_asyncio.client import ApiClient
 
 from racksmith.apiserver.server import ApiServer
 from racksmith.controllers.cluster import cluster_controller
+from racksmith.controlplane.jointoken import (
+    TOKEN_TTL,
+    JoinCredentials,
+    join_secret,
+    new_join,
+    parse_join,
+)
 from tests.harness import api
 from tests.harness.controllers import running
 from tests.harness.wait import eventually
@@ -236,3 +244,49 @@ async def test_each_cluster_controller_identity_is_issued_and_renewed(
             again = await world.secret("idc-racksmith-machine")
             return again is not None and "tls.key" in again["data"]
         await eventually(reissued, "the identity issued again")
+
+
+async def test_the_join_token_is_made_renewed_when_due_and_never_shown(
+        client: ApiClient, ns: str) -> None:
+    """``<cluster>-join`` (racksmith.controlplane.jointoken): made with the
+    PKI; one whose token has a third of its life left, or a damaged one, is
+    made anew; the token appears in no status, Event or condition."""
+    world = World(client, ns)
+    async with running(cluster_controller(client, namespace=ns)):
+        await world.create(CLUSTER, "clusters", cluster("joiner", "10.10.0.7"))
+        first = await world.exists("Secret joiner-join", lambda: world.secret("joiner-join"))
+        join = parse_join(first)
+        assert join is not None and join.expires - join.issued == TOKEN_TTL
+        assert first["metadata"]["ownerReferences"][0]["name"] == "joiner"
+
+        # one near its end (made 20 hours ago, ending in 4): renewed
+        old = new_join(datetime.now(UTC) - timedelta(hours=20))
+        first["data"] = join_secret(ns, "joiner", old)["data"]
+        await world.core.replace_namespaced_secret("joiner-join", ns, first)
+
+        async def renewed() -> JoinCredentials | None:
+            now = parse_join(await world.secret("joiner-join"))
+            return now if now is not None and now.token not in (old.token, join.token) \
+                else None
+        fresh = await eventually(renewed, "a new join token")
+        assert fresh.certificate_key != old.certificate_key and not fresh.due(datetime.now(UTC))
+
+        # a damaged one: made anew
+        damaged = await world.secret("joiner-join")
+        assert damaged is not None
+        damaged["data"]["token"] = base64.b64encode(b"nope").decode()
+        await world.core.replace_namespaced_secret("joiner-join", ns, damaged)
+
+        async def replaced() -> JoinCredentials | None:
+            now = parse_join(await world.secret("joiner-join"))
+            return now if now is not None and now.token != fresh.token else None
+        last = await eventually(replaced, "the damaged join Secret made anew")
+
+        status = await world.get(CLUSTER, "clusters", "joiner")
+        events = world.plain(await world.core.list_namespaced_event(ns))
+        for text in (str(status), str(events)):
+            for creds in (join, fresh, last):
+                assert creds.token not in text and creds.certificate_key not in text
+        reasons = {e["reason"] for e in events["items"]
+                   if e["involvedObject"]["name"] == "joiner"}
+        assert {"JoinTokenIssued", "JoinTokenRenewed"} <= reasons

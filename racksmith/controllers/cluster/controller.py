@@ -42,7 +42,7 @@ from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES, SECRETS
-from racksmith.runtime.result import Done, Result
+from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import Source
 
 CONTROLLER_NAME = "cluster"
@@ -144,9 +144,11 @@ class ClusterReconciler:
         for spec in plane.conditions:
             status.conditions = set_condition(status.conditions, spec, now,
                                               cluster.metadata.generation)
+        after: Result = Done() if plane.requeue_after is None \
+            else RequeueAfter(plane.requeue_after)
         if cluster.status is not None and _same(cluster.status, status):
             await self.recorder.record_all(raw, plane.events)
-            return Done()
+            return after
         raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
             written = await client.update_status(CLUSTERS, raw)
@@ -157,7 +159,7 @@ class ClusterReconciler:
                       release=status.release)
         await self.recorder.record_all(written, status_events(cluster.status, status)
                                        + plane.events)
-        return Done()
+        return after
 
 
 def _same(a: ClusterStatus, b: ClusterStatus) -> bool:

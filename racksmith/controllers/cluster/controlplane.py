@@ -26,7 +26,11 @@ proposes the status; the reconciler writes it with the rest):
    Then, per management controller that works inside clusters, its
    identity there: ``<cluster>-racksmith-NAME`` (a client certificate of
    user ``racksmith:NAME``, ``racksmith.controlplane.identities``), issued
-   again within 30 days of its end.
+   again within 30 days of its end. And ``<cluster>-join``
+   (``racksmith.controlplane.jointoken``): the bootstrap token and
+   certificate key the real kubeadm joins machines with, made when missing
+   or damaged and made anew when a third of the token's life is left (the
+   reconcile is requeued for then).
 3. **Admin kubeconfig** (``<cluster>-kubeconfig``, key ``value``, owned by
    the Cluster): written when missing, rewritten when the endpoint moved.
    One that does not trust the cluster CA or holds no certificate it issued
@@ -72,6 +76,7 @@ from racksmith.controlplane.identities import (
     identity_secret_name,
     needs_renewal,
 )
+from racksmith.controlplane.jointoken import join_secret, join_secret_name, new_join, parse_join
 from racksmith.controlplane.kubeconfig import (
     KubeconfigDamaged,
     KubeconfigStale,
@@ -82,6 +87,7 @@ from racksmith.controlplane.kubeconfig import (
 )
 from racksmith.controlplane.pki import (
     AUTHORITIES,
+    CLUSTER_NAME_LABEL,
     SA_SUFFIX,
     SUFFIXES,
     ClusterPki,
@@ -136,6 +142,8 @@ class ControlPlaneOutcome:
     router_id: int | None = None
     conditions: list[ConditionSpec] = field(default_factory=list)
     events: list[EventSpec] = field(default_factory=list)
+    requeue_after: float | None = None
+    """Seconds until something falls due (the join token's renewal)."""
 
 
 def control_plane_machines(machines: Sequence[Machine]) -> list[Machine]:
@@ -259,6 +267,7 @@ class ControlPlaneData:
         pki = await self._certificates(raw, namespace, name, machines, out)
         if pki is not None:
             await self._identities(raw, namespace, name, pki, out)
+            await self._join(raw, namespace, name, out)
         if router_id is not None:
             await self._vrrp_secret(raw, namespace, name, out)
         out.conditions.extend((available, odd))
@@ -302,6 +311,33 @@ class ControlPlaneData:
         if await self._create_owned(raw, vrrp_secret(namespace, name, new_auth_pass())):
             out.events.append(EventSpec("Normal", "VRRPSecretGenerated",
                                         f"generated Secret {secret_id}"))
+
+    async def _join(self, raw: dict[str, Any], namespace: str, name: str,
+                    out: ControlPlaneOutcome) -> None:
+        """``<cluster>-join`` (``racksmith.controlplane.jointoken``): a bootstrap
+        token and a certificate key for the real kubeadm, made when missing or
+        damaged and made anew when a third of the token's life is left; the
+        reconcile comes back when that falls due."""
+        secret_id = join_secret_name(name)
+        now = self.now().replace(microsecond=0)
+        current = await self.client.get(SECRETS, namespace, secret_id)
+        join = parse_join(current)
+        if join is not None and not join.due(now):
+            out.requeue_after = max(1.0, ((join.expires - now) - (
+                join.expires - join.issued) / 3).total_seconds())
+            return
+        fresh = new_join(now)
+        labels = {CLUSTER_NAME_LABEL: name}
+        if current is None:
+            if await self._create_owned(raw, join_secret(namespace, name, fresh, labels)):
+                out.events.append(EventSpec("Normal", "JoinTokenIssued",
+                                            f"issued Secret {secret_id}"))
+        else:
+            current["data"] = join_secret(namespace, name, fresh, labels)["data"]
+            await self.client.update(SECRETS, current)
+            out.events.append(EventSpec("Normal", "JoinTokenRenewed",
+                                        f"issued Secret {secret_id} again"))
+        out.requeue_after = (fresh.expires - fresh.issued).total_seconds() * 2 / 3
 
     async def _identities(self, raw: dict[str, Any], namespace: str, name: str,
                           pki: ClusterPki, out: ControlPlaneOutcome) -> None:

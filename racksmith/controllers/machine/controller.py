@@ -27,6 +27,7 @@ Events: ``HostClaimed``, ``ProvisioningRequested``, ``HostReleased``,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -48,6 +49,14 @@ from racksmith.controllers.machine.userdata import (
     token_fresh,
     token_of,
 )
+from racksmith.controlplane.jointoken import (
+    JOIN_FILE,
+    ca_cert_hash,
+    cluster_token_secret,
+    join_file,
+    join_secret_name,
+    parse_join,
+)
 from racksmith.controlplane.pki import (
     KUBELET_CLIENT_FILE,
     ClusterPki,
@@ -66,7 +75,7 @@ from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
-from racksmith.runtime.errors import NotFound
+from racksmith.runtime.errors import AlreadyExists, ApiError, NotFound
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey, on_change, owner_keys
 from racksmith.runtime.planes import ClusterPlane, SharedPlane
@@ -140,6 +149,8 @@ class MachineReconciler:
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.machine")
         self._shared: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        self._tokens_seen: set[tuple[str, str, str]] = set()
+        """(namespace, cluster, token id) known to be in that cluster's API."""
         """Secrets every Machine reads, kept ``timings.shared_secrets`` seconds:
         (namespace, name) → (read at, the object)."""
 
@@ -154,6 +165,10 @@ class MachineReconciler:
             # (a deleted Machine is never released undrained, a Ready one
             # never looks Node-less)
             return RequeueAfter(self.timings.cluster_unreachable)
+        if observed.node is None and raw.cluster_client is not None \
+                and machine.metadata.deletion_timestamp is None:
+            await self._join_token_in_cluster(key.namespace, machine.spec.cluster_name,
+                                              raw.cluster_client)
         step = decide(observed)
         log = self.log.bind(kind="Machine", namespace=key.namespace, name=key.name)
         try:
@@ -224,6 +239,9 @@ class MachineReconciler:
             if self.plane.own_apis and not isinstance(pki_files, str):
                 pki_files = await self._kubelet_files(ns, machine.spec.cluster_name, name,
                                                       pki_files, user_data)
+            if self.plane.own_apis and isinstance(pki_files, dict):
+                pki_files = await self._join_files(ns, cluster, machine.spec.cluster_name,
+                                                   pki_files, Role.MASTER in machine.spec.roles)
         token = token_of(user_data)
         secret_uid = raw.user_data.uid if raw.user_data is not None else ""
         if not token_fresh(token, secret_uid, self.clock.wall().timestamp()):
@@ -269,6 +287,49 @@ class MachineReconciler:
         assert kept is not None
         return {**(files or {}), f"{n.PKI_DIR}/ca.crt": ca.cert_pem,
                 KUBELET_CLIENT_FILE: kept}
+
+    async def _join_token_in_cluster(self, namespace: str, cluster: str,
+                                     inside: Client) -> None:
+        """While a machine has yet to join: the cluster's current bootstrap
+        token in the cluster's own API (``kube-system/bootstrap-token-<id>``,
+        ``racksmith.controlplane.jointoken``), where the real kubeadm join
+        authenticates with it. ``kubeadm init`` makes the first one itself;
+        this brings each renewed one. Looked at once per token and process;
+        a failure is logged (never the token) and tried again next time."""
+        join = parse_join(await self._shared_secret(namespace, join_secret_name(cluster)))
+        if join is None or (namespace, cluster, join.token_id) in self._tokens_seen:
+            return
+        body = cluster_token_secret(join)
+        meta = body["metadata"]
+        try:
+            if await inside.get(SECRETS, meta["namespace"], meta["name"], live=True) is None:
+                with contextlib.suppress(AlreadyExists):
+                    await inside.create(SECRETS, body)
+        except ApiError as exc:
+            self.log.warning("bootstrap token not written in the cluster's API",
+                             namespace=namespace, cluster=cluster, error=exc.describe())
+            return
+        self._tokens_seen.add((namespace, cluster, join.token_id))
+
+    async def _join_files(self, namespace: str, cluster: Cluster | None, name: str,
+                          files: dict[str, bytes], control_plane: bool
+                          ) -> dict[str, bytes] | str:
+        """``files`` with what the real kubeadm joins with
+        (``racksmith.controlplane.jointoken.JOIN_FILE``: the cluster's current
+        bootstrap token, its endpoint and CA pin; a control-plane machine also
+        the certificate key), or why not."""
+        secret_id = join_secret_name(name)
+        join = parse_join(await self._shared_secret(namespace, secret_id))
+        if join is None:
+            return f"Secret {namespace}/{secret_id} is missing or damaged"
+        endpoint = cluster.status.control_plane_endpoint \
+            if cluster is not None and cluster.status is not None else None
+        if endpoint is None:
+            return f"the API endpoint of Cluster {namespace}/{name} is not known yet"
+        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+        return {**files, JOIN_FILE: join_file(
+            join, ca_cert_hash(files[f"{n.PKI_DIR}/ca.crt"]), f"{host}:{endpoint.port}",
+            control_plane=control_plane)}
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret

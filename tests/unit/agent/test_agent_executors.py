@@ -8,6 +8,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import yaml
 from racksmith.agent import executors, kubeadm
 from racksmith.agent.executors import ExecContext, ItemError
 from racksmith.agent.host import CommandResult, EmulatedHost, HostError, RealHost
+from racksmith.controlplane.jointoken import JOIN_FILE, ca_cert_hash, join_file, new_join
+from racksmith.controlplane.pki import new_ca
 from racksmith.kinds.cluster import StateItem
 
 NODE = "m-0"
@@ -370,6 +373,37 @@ async def test_real_kubeadm_runs_unless_kubelet_conf(tmp_path: Path) -> None:
     (tmp_path / "etc/kubernetes/kubelet.conf").write_text("joined")
     assert await executors.apply(it, ctx) is False
     assert len(runner.calls) == 1
+
+
+async def test_real_kubeadm_joins_with_the_user_datas_token(tmp_path: Path) -> None:
+    """The join file the user data wrote goes into kubeadm's JoinConfiguration
+    (discovery by bootstrap token, the CA pin), under the item's own
+    configuration; the config file stays 0600, and no action text shows the
+    token."""
+    join = new_join(datetime(2026, 12, 6, tzinfo=UTC))
+    pin = ca_cert_hash(new_ca("kubernetes").cert_pem)
+    target = tmp_path / JOIN_FILE.lstrip("/")
+    target.parent.mkdir(parents=True)
+    target.write_bytes(join_file(join, pin, "10.0.0.100:6443", control_plane=False))
+    runner = Recorder()
+    ctx = real_ctx(tmp_path, runner)
+    it = item("kubeadm", "kubeadm", "join", phase="join", cluster=CLUSTER,
+              configuration={"nodeRegistration": {"criSocket": "unix:///run/x.sock"}})
+    texts = [a.text for a in await executors.check(it, ctx)]
+    assert not any(join.token in t for t in texts)
+    assert await executors.apply(it, ctx) is True
+    config = tmp_path / "etc/kubernetes/kubeadm-join.yaml"
+    assert config.stat().st_mode & 0o777 == 0o600
+    doc = list(yaml.safe_load_all(config.read_text()))[1]
+    assert doc["kind"] == "JoinConfiguration"
+    assert doc["discovery"]["bootstrapToken"] == {
+        "token": join.token, "apiServerEndpoint": "10.0.0.100:6443", "caCertHashes": [pin]}
+    assert doc["nodeRegistration"]["criSocket"] == "unix:///run/x.sock"
+    assert "controlPlane" not in doc  # a worker: no certificate key
+    target.write_text("{not: yaml")
+    with pytest.raises(executors.ItemError) as failed:
+        await executors.check(it, ctx)
+    assert join.token not in str(failed.value)
 
 
 async def test_kubeadm_params_checked(emulated: ExecContext) -> None:
