@@ -2,8 +2,11 @@
 
 Owns ``Drainer``: the eviction back-off bookkeeping per pod
 (``MaintenanceTimings``: by default 2 s doubling to 30 s after each 429;
-forgotten once the pod is gone or evicted), the views of a node's evictable
-pods for the planner (with their last refusal and the instant of their next
+forgotten once the pod is gone or evicted), the pods it evicted (by uid:
+one the caches still show as running after its eviction — a watch that
+has not caught up, say after an API server restart — is not evicted a
+second time; forgotten once the pod is gone), the views of a node's
+evictable pods for the planner (with their last refusal and the instant of their next
 attempt), and naming the PodDisruptionBudget behind a refusal: from the
 429's ``DisruptionBudget`` cause ("The disruption budget <name> needs
 ..."), else by matching the selectors of the PDBs in the pod's namespace
@@ -55,16 +58,25 @@ class Drainer:
         self.timings = timings
         self.recorder = recorder
         self._attempts: dict[tuple[str, str], _Attempts] = {}
+        self._uids: dict[tuple[str, str], str] = {}
+        """The uid of each pod as the last ``views`` saw it."""
+        self._evicted: dict[tuple[str, str], tuple[str, str]] = {}
+        """Pods evicted and not yet gone: key → (node, uid)."""
 
     def views(self, node: str, pods: Iterable[Mapping[str, Any]]) -> tuple[PodView, ...]:
         """The evictable pods among ``pods`` (raw, all of ``node``), with their back-off
         state; forgets the bookkeeping of the node's pods that are gone."""
         out: list[PodView] = []
+        pods = list(pods)
         for pod in pods:
             meta = pod.get("metadata") or {}
             if not pod_is_evictable(pod):
                 continue
             key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            uid = str(meta.get("uid") or "")
+            self._uids[key] = uid
+            if key in self._evicted and self._evicted[key][1] == uid:
+                continue  # evicted already: its deletion is on the way
             seen = self._attempts.get(key)
             out.append(PodView(key[0], key[1],
                                refusal=seen.refusal if seen else None,
@@ -73,6 +85,12 @@ class Drainer:
         for key in [k for k, a in self._attempts.items() if a.node == node]:
             if key not in present:
                 del self._attempts[key]
+        listed = {(str((p.get("metadata") or {}).get("namespace") or ""),
+                   str((p.get("metadata") or {}).get("name") or "")) for p in pods}
+        for key in [k for k, (n, _u) in self._evicted.items() if n == node]:
+            if key not in listed:
+                del self._evicted[key]
+                self._uids.pop(key, None)
         return tuple(sorted(out, key=lambda p: (p.namespace, p.name)))
 
     async def evict(self, client: Client, node: str, pods: Iterable[PodView],
@@ -87,6 +105,7 @@ class Drainer:
             refused = await client.evict(pod.namespace, pod.name)
             if refused is None:
                 self._attempts.pop(key, None)
+                self._evicted[key] = (node, self._uids.get(key, ""))
                 done.append(f"evicted {pod.namespace}/{pod.name}")
                 await _event(recorder, node, "Normal", EVICTED,
                                   f"evicted pod {pod.namespace}/{pod.name}")
