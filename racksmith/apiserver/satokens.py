@@ -12,7 +12,8 @@ audiences; default the API server's own, ``racksmith``), ``iat``, ``nbf``,
 Verification (a token is refused with a 401 unless all hold): the signature
 is ours; now is within ``nbf``..``exp``; the audiences include the API
 server's; and the ServiceAccount still exists with the same uid (deleting
-the ServiceAccount revokes its tokens). The user is
+the ServiceAccount revokes its tokens); a token bound to a kind it does not
+know (an LCMMachine, by an earlier release) is refused. The user is
 ``system:serviceaccount:NS:NAME`` in the groups ``system:serviceaccounts``,
 ``system:serviceaccounts:NS`` and ``system:authenticated``.
 
@@ -230,6 +231,12 @@ class TokenIssuer:
             if isinstance(ref, dict):
                 bound = BoundRef(kind, str(ref.get("name") or ""), str(ref.get("uid") or ""))
                 break
+        if bound is None and any(isinstance(v, dict) for k, v in k8s.items()
+                                 if k not in ("namespace", "serviceaccount")):
+            # bound to a kind no longer bound to (an LCMMachine, by an earlier
+            # release): refused, never taken for an unbound token that would
+            # outlive its binding
+            return None
         return Claims(str(k8s.get("namespace") or ""), str(sa.get("name") or ""),
                       str(sa.get("uid") or ""), bound, str(claims.get("jti") or ""))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from racksmith.apiserver.errors import ApiError
-from racksmith.apiserver.satokens import MAX_SECONDS, TokenIssuer
+from racksmith.apiserver.satokens import BOUND_KINDS, MAX_SECONDS, BoundKind, BoundRef, TokenIssuer
 
 T0 = 1_800_000_000.0
 
@@ -59,3 +59,16 @@ def test_durations_are_bounded(tmp_path: Path) -> None:
         with pytest.raises(ApiError) as err:
             issuer.issue("ns", "ci", "u", bad, now=T0)
         assert err.value.code == 422
+
+
+def test_a_token_bound_to_a_kind_no_longer_bound_to_is_refused(tmp_path: Path) -> None:
+    """An earlier release bound host tokens to LCMMachines: such a token is
+    refused, never taken for an unbound one that would outlive its binding."""
+    issuer = TokenIssuer(tmp_path)
+    gone = BoundKind("LCMMachine", "lcm.racksmith.io/v1alpha1", "lcmmachines")
+    token, _, _ = issuer.issue("ns", "ci", "u", {}, now=T0, bound=BoundRef(gone, "m1", "x"))
+    assert issuer.verify(token, now=T0 + 1) is None
+    secret = BoundRef(BOUND_KINDS["Secret"], "m1-user-data", "s-1")
+    token, _, _ = issuer.issue("ns", "ci", "u", {}, now=T0, bound=secret)
+    claims = issuer.verify(token, now=T0 + 1)
+    assert claims is not None and claims.bound == secret
