@@ -164,12 +164,14 @@ def ca_cert_hash(ca_pem: bytes) -> str:
     return f"sha256:{hashlib.sha256(spki).hexdigest()}"
 
 
+@functools.lru_cache(maxsize=256)
 def join_file(join: JoinCredentials, ca_hash: str, endpoint: str, *,
               control_plane: bool) -> bytes:
     """The content of :data:`JOIN_FILE` for one machine (see the module docstring);
     ``endpoint``: ``host:port`` of the cluster's API. The same for the same
     credentials (the token's end is a time, not a TTL), so a machine's user
-    data changes only when the token does."""
+    data changes only when the token does; kept per arguments (the Machine
+    controller renders it on every reconcile of every machine)."""
     join_doc: dict[str, Any] = {"discovery": {
         "bootstrapToken": {"token": join.token, "apiServerEndpoint": endpoint,
                            "caCertHashes": [ca_hash]},

@@ -58,8 +58,8 @@ class Drainer:
         self.timings = timings
         self.recorder = recorder
         self._attempts: dict[tuple[str, str], _Attempts] = {}
-        self._uids: dict[tuple[str, str], str] = {}
-        """The uid of each pod as the last ``views`` saw it."""
+        self._uids: dict[tuple[str, str], tuple[str, str]] = {}
+        """(node, uid) of each pod as the last ``views`` of its node saw it."""
         self._evicted: dict[tuple[str, str], tuple[str, str]] = {}
         """Pods evicted and not yet gone: key → (node, uid)."""
 
@@ -74,7 +74,7 @@ class Drainer:
                 continue
             key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
             uid = str(meta.get("uid") or "")
-            self._uids[key] = uid
+            self._uids[key] = (node, uid)
             if key in self._evicted and self._evicted[key][1] == uid:
                 continue  # evicted already: its deletion is on the way
             seen = self._attempts.get(key)
@@ -87,10 +87,9 @@ class Drainer:
                 del self._attempts[key]
         listed = {(str((p.get("metadata") or {}).get("namespace") or ""),
                    str((p.get("metadata") or {}).get("name") or "")) for p in pods}
-        for key in [k for k, (n, _u) in self._evicted.items() if n == node]:
-            if key not in listed:
-                del self._evicted[key]
-                self._uids.pop(key, None)
+        for table in (self._evicted, self._uids):
+            for key in [k for k, (n, _u) in table.items() if n == node and k not in listed]:
+                del table[key]
         return tuple(sorted(out, key=lambda p: (p.namespace, p.name)))
 
     async def evict(self, client: Client, node: str, pods: Iterable[PodView],
@@ -105,7 +104,7 @@ class Drainer:
             refused = await client.evict(pod.namespace, pod.name)
             if refused is None:
                 self._attempts.pop(key, None)
-                self._evicted[key] = (node, self._uids.get(key, ""))
+                self._evicted[key] = (node, self._uids.get(key, (node, ""))[1])
                 done.append(f"evicted {pod.namespace}/{pod.name}")
                 await _event(recorder, node, "Normal", EVICTED,
                                   f"evicted pod {pod.namespace}/{pod.name}")
