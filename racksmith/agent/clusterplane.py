@@ -76,7 +76,10 @@ __all__ = ["ControlPlaneHost", "Member", "cluster_status", "parse_cluster_status
 
 PKI = "/etc/kubernetes/pki"
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
-HAPROXY_CFG = "/etc/haproxy/haproxy.cfg"
+HAPROXY_CFG = "/etc/haproxy/racksmith-emulated.cfg"
+"""The emulated endpoint's HAProxy configuration: not ``/etc/haproxy/haproxy.cfg``,
+which the API VIP's state items (``planners.apivip``) write on every
+control-plane host, emulated or real."""
 ETCD_DATA = "/var/lib/etcd"
 APISERVER_DATA = "/var/lib/kube-apiserver"
 API_PORT = 6443

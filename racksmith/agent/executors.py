@@ -10,7 +10,9 @@ unchanged host reports ``changed=False`` for every item.
 All host access goes through the ``Host`` seam (``host``); the built-in
 ``kubectl cordon|uncordon <node>`` (any host) goes through
 :class:`NodeControl` (the API). Called by ``loop`` for every item, in order.
-Raises :class:`ItemError` for bad parameters and ``HostError`` when the host
+A ``file`` item with ``reload: <service>`` reloads that service once the
+file holds new content (:func:`_reload`). Raises :class:`ItemError` for bad
+parameters and ``HostError`` when the host
 refuses; both messages end up in the item's status. An item with
 ``requiresReboot`` that changed the host touches ``/var/run/reboot-required``.
 """
@@ -18,6 +20,7 @@ refuses; both messages end up in the item's status. An item with
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -181,7 +184,33 @@ async def _file(params: Mapping[str, Any], ctx: ExecContext) -> list[Action]:
 
             if not host.emulated:
                 actions.append(Action(f"chown {owner_s} {path}", chown))
+    reload = params.get("reload")
+    if reload is not None:
+        actions.extend(_reload(host, _required_str(params, "reload"), path, content,
+                               changed=current != content))
     return actions
+
+
+RELOADED_DIR = "/var/lib/racksmith/reloaded"
+
+
+def _reload(host: Host, service: str, path: str, content: bytes, *, changed: bool
+            ) -> list[Action]:
+    """A file item's ``reload``: ``systemctl reload-or-restart <service>``
+    once the file holds new content. Level-based: after the reload the
+    agent records the content's sha256 under ``RELOADED_DIR`` (one marker
+    per file), so an agent killed between the write and the reload reloads
+    on its next pass, and an unchanged file is never reloaded again."""
+    digest = hashlib.sha256(content).hexdigest()
+    marker = f"{RELOADED_DIR}/{hashlib.sha256(path.encode()).hexdigest()[:32]}"
+    if not changed and host.read_file(marker) == digest.encode():
+        return []
+
+    async def reload() -> None:
+        await host.change_service(service, "reload-or-restart")
+        host.write_file(marker, digest.encode(), 0o600)
+
+    return [Action(host.service_action(service, "reload-or-restart"), reload)]
 
 
 # --- package ---------------------------------------------------------------------------

@@ -411,6 +411,7 @@ _SERVICE_VERBS = {
     "disable": ("enabled", False),
     "start": ("running", True),
     "stop": ("running", False),
+    "reload-or-restart": ("running", True),
 }
 
 

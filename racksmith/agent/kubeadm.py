@@ -8,7 +8,10 @@ Owns ``/etc/kubernetes/kubeadm-<phase>.yaml``: a YAML stream of kubeadm's
 verbatim (kubeadm ignores documents of unknown groups with a warning). The
 emulated kubelet reads the context back for ``controlPlaneCIDRs`` and
 ``kubernetesVersion``. An optional ``params.configuration`` mapping is
-merged into the phase document (e.g. ``discovery`` for a real join).
+merged into the phase document (e.g. ``discovery`` for a real join). A
+control-plane machine behind the API VIP's HAProxy (``planners.apivip``)
+gets ``localAPIEndpoint`` (``advertiseAddress``, ``bindPort``) in its
+InitConfiguration, or under ``controlPlane`` in its JoinConfiguration.
 
 Also owns ``/etc/kubernetes/kubelet.conf`` as the emulated kubeadm writes
 it (:func:`render_kubelet_conf`) and reading it back
@@ -109,6 +112,11 @@ def render_config(
         "kind": "InitConfiguration" if phase == "init" else "JoinConfiguration",
         "nodeRegistration": {"name": node_name, "taints": []},
     }
+    local = _local_api_endpoint(cluster)
+    if local and phase == "init":
+        phase_doc["localAPIEndpoint"] = local
+    elif local and "master" in (cluster.get("roles") or []):
+        phase_doc["controlPlane"] = {"localAPIEndpoint": local}
     phase_doc = _merge(phase_doc, dict(configuration or {}))
     unknown = [*unknown_fields(cluster_doc), *unknown_fields(phase_doc)]
     if unknown:
@@ -272,6 +280,18 @@ def read_join(host: Host, phase: str) -> dict[str, Any]:
 def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``extra`` merged in (mappings deeply, ``extra`` wins)."""
     return _merge(dict(base), dict(extra))
+
+
+def _local_api_endpoint(cluster: Mapping[str, Any]) -> dict[str, Any]:
+    """kubeadm's ``localAPIEndpoint`` of a control-plane machine: where its
+    API server listens when the API VIP's HAProxy holds the endpoint's port
+    (``planners.apivip``: ``advertiseAddress``, ``apiServerBindPort``)."""
+    local: dict[str, Any] = {}
+    if cluster.get("advertiseAddress"):
+        local["advertiseAddress"] = str(cluster["advertiseAddress"])
+    if cluster.get("apiServerBindPort"):
+        local["bindPort"] = int(cluster["apiServerBindPort"])
+    return local
 
 
 def _k8s_version(version: str) -> str:

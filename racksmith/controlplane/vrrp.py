@@ -116,14 +116,27 @@ class Peer:
 
 
 def render_keepalived(*, cluster: str, me: Peer, peers: Sequence[Peer], vip: str,
-                      prefix_length: int, interface: str, router_id: int, auth_pass: str,
-                      api_port: int, ca_file: str, curl: str = "/usr/bin/curl") -> str:
+                      prefix_length: int, interface: str, router_id: int, api_port: int,
+                      ca_file: str, auth_pass: str | None = None,
+                      auth_include: str | None = None, curl: str = "/usr/bin/curl") -> str:
     """``keepalived.conf`` of control-plane machine ``me`` (``peers``: every
-    control-plane machine, ``me`` included, in the cluster's order)."""
+    control-plane machine, ``me`` included, in the cluster's order). The
+    VRRP password is ``auth_pass`` written inline, or the ``auth_pass`` line
+    of the file ``auth_include`` (keepalived's ``include``; the file is
+    :func:`racksmith.planners.apivip.vrrp_auth_file`'s), so the password
+    need not be in the configuration."""
     if router_id not in ROUTER_IDS:
         raise ValueError(f"virtual_router_id {router_id} is not in 1-255")
-    if not auth_pass or len(auth_pass) > AUTH_PASS_MAX or not auth_pass.isalnum():
+    if (auth_pass is None) == (auth_include is None):
+        raise ValueError("give exactly one of auth_pass and auth_include")
+    if auth_pass is not None and (not auth_pass or len(auth_pass) > AUTH_PASS_MAX
+                                  or not auth_pass.isalnum()):
         raise ValueError("auth_pass must be 1-8 letters or digits")
+    if auth_include is not None and (not auth_include.startswith("/")
+                                     or any(c.isspace() for c in auth_include)):
+        raise ValueError("auth_include must be an absolute path without spaces")
+    auth_line = (f"auth_pass {auth_pass}" if auth_pass is not None
+                 else f"include {auth_include}")
     names = [p.name for p in peers]
     if me.name not in names:
         raise ValueError(f"{me.name} is not one of the control-plane machines {names}")
@@ -164,7 +177,7 @@ def render_keepalived(*, cluster: str, me: Peer, peers: Sequence[Peer], vip: str
         "    }",
         "    authentication {",
         "        auth_type PASS",
-        f"        auth_pass {auth_pass}",
+        f"        {auth_line}",
         "    }",
         "    virtual_ipaddress {",
         f"        {vip}/{prefix_length} dev {interface}",

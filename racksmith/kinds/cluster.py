@@ -178,6 +178,10 @@ with the refusal's reason, no machine of the cluster starts deploying (the
 Machine controller reads it)."""
 ENDPOINT_WAITING = "WaitingForEndpoint"
 """Its reason while the endpoint is simply not known yet (not a refusal)."""
+CONTROL_PLANE_QUORUM = "ControlPlaneQuorum"
+"""The Cluster condition saying its number of control-plane machines is odd
+(stacked etcd's quorum); while False no machine of the cluster starts
+deploying (the Machine controller reads it)."""
 
 
 class Cluster(Resource):

@@ -22,6 +22,11 @@ Rules:
 - when the machine's rendered netplan is given, a ``file`` item
   ``racksmith-netplan`` writing it to ``/etc/netplan/60-racksmith.yaml``
   opens the configuration phase, so a network change is a changed item;
+- the items the management plane adds (``extra_items``: the API VIP's
+  keepalived and HAProxy on control-plane machines, ``planners.apivip``)
+  follow the netplan item, before the release's own; ``kubeadm_extra``
+  (the machine's ``advertiseAddress`` and ``apiServerBindPort``) joins the
+  kubeadm item's ``cluster`` parameter;
 - item names are unique (the agent reports per name); every item is
   checked, including those for roles the machine does not have;
 - an item keeps its ``requiresReboot`` (the agent reports a needed reboot
@@ -36,7 +41,7 @@ import copy
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +140,9 @@ def _file(params: dict[str, Any], _: dict[str, Any]) -> str | None:
     problem = _require("path", "content")(params)
     if problem is None and not str(params["path"]).startswith("/"):
         problem = f"params.path {params['path']!r} must be absolute"
+    reload = params.get("reload")
+    if problem is None and reload is not None and (not isinstance(reload, str) or not reload):
+        problem = "params.reload must be the name of a service"
     return problem
 
 
@@ -165,10 +173,10 @@ RENDERERS: dict[StateItemType, _Render] = {
 
 
 def _context(release: ClusterRelease, roles: tuple[Role, ...], cluster: Cluster,
-             init_node: str | None) -> dict[str, Any]:
+             init_node: str | None, kubeadm_extra: Mapping[str, Any]) -> dict[str, Any]:
     spec = cluster.spec
     extra = {"initNode": init_node} if init_node and Role.MASTER in roles else {}
-    return extra | {
+    return extra | dict(kubeadm_extra) | {
         "name": cluster.metadata.name,
         "release": release.spec.version,
         "kubernetesVersion": release.spec.kubernetes_version,
@@ -208,6 +216,8 @@ def plan_state_items(
     cluster: Cluster,
     netconfig: Mapping[str, Any] | None = None,
     init_node: str | None = None,
+    extra_items: Sequence[StateItem] = (),
+    kubeadm_extra: Mapping[str, Any] | None = None,
 ) -> PlannedRelease | list[ReleaseError]:
     """The machine's state items in apply order, or every reason they cannot be planned.
 
@@ -221,13 +231,15 @@ def plan_state_items(
     if isinstance(planned_roles, list):
         return [_from_role_error(e) for e in planned_roles]
     machine_roles = effective_roles(planned_roles.roles)
-    context = _context(release, planned_roles.roles, cluster, init_node)
+    context = _context(release, planned_roles.roles, cluster, init_node, kubeadm_extra or {})
     errors: list[ReleaseError] = []
     items = [(f"spec.stateItems[{i}]", item) for i, item in enumerate(release.spec.state_items)]
+    items[:0] = [(f"apiVIP[{i}]", item) for i, item in enumerate(extra_items)]
     if netconfig is not None:
         items.insert(0, ("netconfig", _netplan_item(netconfig)))
     phase_index = {phase: i for i, phase in enumerate(PHASE_ORDER)}
     seen: set[str] = set()
+    reserved = {item.name for item in extra_items}
     chosen: list[tuple[int, int, StateItem]] = []
     for i, (where, item) in enumerate(items):
         if item.name in seen:
@@ -235,7 +247,8 @@ def plan_state_items(
                 ReleaseError(
                     where,
                     f"state item name {item.name!r} is used twice"
-                    + (" (reserved for the netplan item)" if item.name == NETPLAN_ITEM else ""),
+                    + (" (reserved for the netplan item)" if item.name == NETPLAN_ITEM else
+                       " (reserved for the API VIP's items)" if item.name in reserved else ""),
                 )
             )
             continue

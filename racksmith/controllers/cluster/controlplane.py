@@ -15,7 +15,9 @@ proposes the status; the reconciler writes it with the rest):
    lowest free among clusters on overlapping control-plane networks) and
    the Secret ``<cluster>-vrrp`` (key ``authPass``) with keepalived's
    authentication; a router id clash (``VirtualRouterIDConflict``) or none
-   free (``VirtualRouterIDsExhausted``) refuses the endpoint like a bad VIP.
+   free (``VirtualRouterIDsExhausted``) refuses the endpoint like a bad VIP,
+   and so does the endpoint port 6444 (``EndpointPortReserved``: where the
+   API servers listen behind the VIP's HAProxy, ``planners.apivip``).
 2. **Certificates** (``CertificatesAvailable``, Cluster API's condition):
    ``<cluster>-ca``, ``-proxy``, ``-etcd``, ``-sa``, owned by the Cluster.
    A missing one is generated only while no machine of the cluster has been
@@ -45,8 +47,9 @@ proposes the status; the reconciler writes it with the rest):
    Ready, with how many of them are; ``ControlPlaneQuorum``: False
    (``EvenControlPlaneMachines``) with an even number of control-plane
    machines, which stacked etcd cannot make better use of than the odd
-   number below (reported, not refused: growing from one to three passes
-   through two).
+   number below: no further machine of the cluster starts deploying until
+   the number is odd again (Machines added together — one to three — go
+   on as soon as the last is seen); deployed machines go on.
 
 Reads come from the shared caches (Secrets, Clusters); the writes are
 create/update of those Secrets. Secret contents never reach a log, an
@@ -110,6 +113,7 @@ from racksmith.controlplane.vrrp import (
 )
 from racksmith.kinds.cluster import (
     CONTROL_PLANE_ENDPOINT_VALID,
+    CONTROL_PLANE_QUORUM,
     ENDPOINT_WAITING,
     AddressType,
     APIEndpoint,
@@ -119,6 +123,7 @@ from racksmith.kinds.cluster import (
     Role,
 )
 from racksmith.kinds.common import ConditionStatus
+from racksmith.planners.apivip import API_SERVER_BIND_PORT, holds_vip
 from racksmith.runtime.client import Client
 from racksmith.runtime.clusters import NOT_PROBED, ClusterAccess, ClusterClients
 from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
@@ -186,14 +191,12 @@ def availability(masters: Sequence[Machine]) -> ConditionSpec:
                               f"{ready}/{len(masters)} control-plane machines Ready")
 
 
-CONTROL_PLANE_QUORUM = "ControlPlaneQuorum"
-
-
 def quorum(masters: Sequence[Machine]) -> ConditionSpec:
     """etcd's quorum: an odd number of control-plane (stacked etcd) machines.
     An even one tolerates no more failures than the odd number below it and
-    can split evenly; it is reported, not refused (growing from one master to
-    three passes through two)."""
+    can split evenly. While it is, no further machine of the cluster starts
+    deploying (the Machine controller waits); the machines already deployed
+    go on (a master being replaced passes through an even number)."""
     count = len(masters)
     if count and count % 2 == 0:
         return ConditionSpec.false(
@@ -240,6 +243,11 @@ class ControlPlaneData:
         available = availability(masters)
         odd = quorum(masters)
         router_id: int | None = None
+        if plan.problem is None and holds_vip(cluster) \
+                and cluster.spec.api_server.port == API_SERVER_BIND_PORT:
+            plan = EndpointPlan(None, EndpointProblem(
+                "EndpointPortReserved", f"spec.apiServer.port {API_SERVER_BIND_PORT} is where "
+                "the API servers listen behind the VIP's HAProxy; choose another port"))
         if plan.problem is None and cluster.spec.api_server.vip \
                 and cluster.spec.api_server.keepalived:
             try:

@@ -5,7 +5,8 @@ document order: sections as they appear, interfaces as they appear, each
 interface's ``addresses`` in order) and ``machine_addresses`` (step 6 of the
 contracts: InternalIP = the first address inside the cluster's
 ``controlPlaneCIDRs``, else the first address; WorkloadIP likewise with
-``workloadPlaneCIDRs``; Hostname = the machine). Pure.
+``workloadPlaneCIDRs``; Hostname = the machine), and ``control_plane_address``
+(that InternalIP alone). Pure.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ def pick(addresses: Sequence[_Address], cidrs: Sequence[str]) -> _Address | None
             if ip.version == network.version and ip in network:
                 return ip
     return addresses[0] if addresses else None
+
+
+def control_plane_address(cluster: Cluster, netconfig: Mapping[str, Any] | None
+                          ) -> str | None:
+    """The machine's InternalIP: its address in the control-plane networks."""
+    internal = pick(netconfig_addresses(netconfig), cluster.spec.networks.control_plane_cidrs)
+    return str(internal) if internal is not None else None
 
 
 def machine_addresses(

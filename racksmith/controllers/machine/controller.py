@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.machine import names as n
+from racksmith.controllers.machine.addresses import control_plane_address
 from racksmith.controllers.machine.commit import Committer, Raw, SecretData
 from racksmith.controllers.machine.index import MachineKeys
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView, init_machine
@@ -67,11 +68,13 @@ from racksmith.controlplane.pki import (
 )
 from racksmith.controlplane.pki import SUFFIXES as PKI_SUFFIXES
 from racksmith.controlplane.pki import secret_name as pki_secret_name
+from racksmith.controlplane.vrrp import AUTH_PASS_KEY, AUTH_PASS_MAX, Peer, vrrp_secret_name
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import GROUP, Cluster, ClusterRelease, Machine, Role
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine, lcm_change
 from racksmith.kinds.metal import BareMetalHost, Image
+from racksmith.planners.apivip import VRRP_AUTH_FILE, holds_vip, vrrp_auth_file
 from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
@@ -230,6 +233,7 @@ class MachineReconciler:
         agent: AgentAccess | str = "not needed while deleting"
         pki_files: dict[str, bytes] | str | None = None
         init_node: str | None = None
+        vip_peers: tuple[Peer, ...] = ()
         if not deleting:
             agent = await self._agent()
             if Role.MASTER in machine.spec.roles:
@@ -242,6 +246,12 @@ class MachineReconciler:
             if self.plane.own_apis and isinstance(pki_files, dict):
                 pki_files = await self._join_files(ns, cluster, machine.spec.cluster_name,
                                                    pki_files, Role.MASTER in machine.spec.roles)
+            if Role.MASTER in machine.spec.roles and cluster is not None \
+                    and holds_vip(cluster):
+                vip_peers = await self._vip_peers(ns, cluster)
+                if isinstance(pki_files, dict):
+                    pki_files = await self._vrrp_files(ns, machine.spec.cluster_name,
+                                                       pki_files)
         token = token_of(user_data)
         secret_uid = raw.user_data.uid if raw.user_data is not None else ""
         if not token_fresh(token, secret_uid, self.clock.wall().timestamp()):
@@ -251,7 +261,7 @@ class MachineReconciler:
             ipamhost=_model(IpamHost, raw.ipamhost), lcm=lcm,
             node=node, pods=pods, user_data=user_data, agent=agent, agent_token=token,
             default_image=self.default_image, timings=self.timings, pki_files=pki_files,
-            init_node=init_node,
+            init_node=init_node, vip_peers=vip_peers,
         )
         return observed, raw
 
@@ -330,6 +340,40 @@ class MachineReconciler:
         return {**files, JOIN_FILE: join_file(
             join, ca_cert_hash(files[f"{n.PKI_DIR}/ca.crt"]), f"{host}:{endpoint.port}",
             control_plane=control_plane)}
+
+    async def _vip_peers(self, namespace: str, cluster: Cluster) -> tuple[Peer, ...]:
+        """The control-plane machines of ``cluster`` (master role, not being
+        deleted) with their control-plane addresses, read from their
+        IpamHosts' netplan (cache), by name: the VIP's VRRP peers and
+        HAProxy's backends (``planners.apivip``)."""
+        name = cluster.metadata.name or ""
+        masters = [str((raw.get("metadata") or {}).get("name"))
+                   for raw in await self.client.list(MACHINES, namespace, copy=False)
+                   if (raw.get("spec") or {}).get("clusterName") == name
+                   and not (raw.get("metadata") or {}).get("deletionTimestamp")
+                   and "master" in ((raw.get("spec") or {}).get("roles") or [])]
+        ipams = {str((raw.get("metadata") or {}).get("name")): raw
+                 for raw in await self.client.list(IPAMHOSTS, namespace, copy=False)}
+        peers: list[Peer] = []
+        for machine in masters:
+            netconfig = (ipams.get(machine, {}).get("status") or {}).get("netconfig")
+            address = control_plane_address(cluster, netconfig)
+            if address is not None:
+                peers.append(Peer(machine, address))
+        return tuple(sorted(peers, key=lambda p: p.name))
+
+    async def _vrrp_files(self, namespace: str, cluster: str, files: dict[str, bytes]
+                          ) -> dict[str, bytes] | str:
+        """``files`` with keepalived's VRRP password file
+        (``planners.apivip.VRRP_AUTH_FILE``) from ``<cluster>-vrrp``, or why not."""
+        secret_id = vrrp_secret_name(cluster)
+        raw = await self._shared_secret(namespace, secret_id)
+        secret = SecretData.from_raw(raw) if raw is not None else None
+        word = secret.data.get(AUTH_PASS_KEY, b"").decode("ascii", "replace") \
+            if secret is not None else ""
+        if not word.isalnum() or len(word) > AUTH_PASS_MAX:
+            return f"Secret {namespace}/{secret_id} is missing or damaged"
+        return {**files, VRRP_AUTH_FILE: vrrp_auth_file(word)}
 
     async def _agent(self) -> AgentAccess | str:
         ns, name = self.agent_secret
@@ -432,9 +476,9 @@ def machine_controller(
     keys = MachineKeys(client, namespace)
     owned = owner_keys("Machine", GROUP, controller_only=True)
     sources = [
-        client.source(MACHINES, namespace=namespace),
+        client.source(MACHINES, namespace=namespace, mapper=keys.machine_keys),
         client.source(HOSTS, namespace=namespace, mapper=keys.host_keys),
-        client.source(IPAMHOSTS, namespace=namespace, mapper=owned),
+        client.source(IPAMHOSTS, namespace=namespace, mapper=keys.ipam_keys),
         # the agents' heartbeats would reconcile every Machine every 20 s
         client.source(LCMMACHINES, namespace=namespace, mapper=on_change(lcm_change, owned)),
         plane.source(NODES, keys.node_mapper),

@@ -87,6 +87,35 @@ class MachineKeys:
                                                   cluster.namespace) if key.name == name]
         return mapper
 
+    def _peers(self, machine: Mapping[str, Any]) -> set[ObjectKey]:
+        """The masters of ``machine``'s cluster when it is a master, else none."""
+        spec = _map(machine.get("spec"))
+        if "master" not in (spec.get("roles") or []) or not spec.get("clusterName"):
+            return set()
+        ns = key_of(machine).namespace
+        return {key_of(m) for m in self.client.indexed(
+            MACHINES, CLUSTER_INDEX, str(spec["clusterName"]), ns or self.namespace)
+            if key_of(m).namespace == ns and "master" in (_map(m.get("spec")).get("roles")
+                                                         or [])}
+
+    def machine_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """A Machine concerns itself and, while a master is being deleted,
+        every master of its cluster."""
+        keys = {key_of(obj)}
+        if _map(obj.get("metadata")).get("deletionTimestamp"):
+            keys |= self._peers(obj)
+        return sorted(keys)
+
+    def ipam_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
+        """An IpamHost concerns its Machine (same namespace and name) and,
+        when that is a master, every master of its cluster."""
+        ns, name = key_of(obj)
+        keys = {ObjectKey(ns, name)}
+        for machine in self.client.indexed(MACHINES, NAME_INDEX, name, ns or self.namespace):
+            if key_of(machine).namespace == ns:
+                keys |= self._peers(machine)
+        return sorted(keys)
+
     def cluster_keys(self, obj: Mapping[str, Any]) -> list[ObjectKey]:
         """A Cluster concerns the Machines of its namespace that join it."""
         ns, name = key_of(obj)

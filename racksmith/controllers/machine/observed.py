@@ -14,6 +14,7 @@ from typing import Any
 
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import AgentAccess
+from racksmith.controlplane.vrrp import Peer
 from racksmith.kinds.cluster import Cluster, ClusterRelease, Machine
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
@@ -99,6 +100,9 @@ class Observed:
     ``init_node``: for a control-plane machine, the node of its cluster's
     first control-plane Machine (:func:`init_machine`), which initialises the
     cluster while the others join.
+    ``vip_peers``: for a control-plane machine of a cluster whose API VIP
+    Racksmith holds, every control-plane machine of the cluster with a
+    control-plane address (``planners.apivip``), by name.
     """
 
     machine: Machine
@@ -116,6 +120,7 @@ class Observed:
     timings: MachineTimings = field(default_factory=MachineTimings)
     pki_files: dict[str, bytes] | str | None = field(default=None, repr=False)
     init_node: str | None = None
+    vip_peers: tuple[Peer, ...] = ()
 
 
 def init_machine(machines: list[dict[str, Any]], cluster: str) -> str | None:

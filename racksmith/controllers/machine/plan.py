@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racksmith.controllers.machine import names as n
-from racksmith.controllers.machine.addresses import machine_addresses
+from racksmith.controllers.machine.addresses import control_plane_address, machine_addresses
 from racksmith.controllers.machine.observed import NodeView, Observed, PodView
 from racksmith.controllers.machine.selection import (
     candidates,
@@ -41,6 +41,7 @@ from racksmith.controllers.machine.selection import (
 from racksmith.controllers.machine.userdata import AgentAccess, render_user_data
 from racksmith.kinds.cluster import (
     CONTROL_PLANE_ENDPOINT_VALID,
+    CONTROL_PLANE_QUORUM,
     ENDPOINT_WAITING,
     Cluster,
     Machine,
@@ -58,6 +59,7 @@ from racksmith.kinds.ipam import IpamHostSpec, IpamHostState, NICMapping
 from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, LCMMachineSpec
 from racksmith.kinds.metal import BareMetalHost, Image
 from racksmith.kinds.metal import ProvisioningState as S
+from racksmith.planners.apivip import VipWait, plan_api_vip
 from racksmith.planners.release import plan_state_items
 from racksmith.planners.roles import LABEL_PREFIX, NodeRoles, plan_node_roles
 from racksmith.runtime.conditions import ConditionSpec, EventSpec, find
@@ -304,6 +306,14 @@ def _build(w: _Walk) -> Step:
             n.CLUSTER_ENDPOINT_VALID, refused.reason or "Invalid",
             f"cluster {ns}/{cluster_name}: {refused.message}; nothing is deployed until "
             "it is fixed"), ready="Pending", phase=kept)
+    even = find(o.cluster.status.conditions if o.cluster.status else [], CONTROL_PLANE_QUORUM)
+    if even is not None and even.status is ConditionStatus.FALSE and o.lcm is None:
+        # An even number of control-plane machines: nothing further is
+        # rendered for the cluster until it is odd again.
+        raise w.stop(Wait(None), ConditionSpec.false(
+            n.CLUSTER_ENDPOINT_VALID, even.reason or "EvenControlPlaneMachines",
+            f"cluster {ns}/{cluster_name}: {even.message}; nothing is deployed until the "
+            "number of control-plane machines is odd"), ready="Pending", phase=kept)
     release_name = release_to_render(m, o.cluster, o.lcm) or o.cluster.spec.release
     if o.release is None or o.release.metadata.name != release_name:
         raise w.stop(Wait(o.timings.retry_missing), ConditionSpec.false(
@@ -353,9 +363,20 @@ def _build(w: _Walk) -> Step:
             n.NETWORK_READY, reason, messages or f"IpamHost {name} is not rendered yet"),
             ready=n.NETWORK_READY)
     w.ok(ConditionSpec.true(n.NETWORK_READY, "OK", f"IpamHost {name} rendered"))
-    # 3. State items.
+    # 3. State items (with the API VIP's keepalived and HAProxy on a
+    # control-plane machine of a cluster whose VIP Racksmith holds).
+    vip = plan_api_vip(o.cluster, machine=name, roles=m.spec.roles,
+                       address=control_plane_address(o.cluster, ipam_status.netconfig),
+                       netconfig=ipam_status.netconfig, peers=o.vip_peers)
+    if isinstance(vip, VipWait):
+        raise w.stop(Wait(None), ConditionSpec.false(n.API_VIP_READY, vip.reason, vip.message),
+                     ready=n.API_VIP_READY)
+    if vip.items:
+        w.ok(ConditionSpec.true(n.API_VIP_READY, "Rendered", f"keepalived and HAProxy with "
+                                f"{len(o.vip_peers)} control-plane peers"))
     planned = plan_state_items(o.release, m.spec.roles, o.cluster, ipam_status.netconfig,
-                               init_node=o.init_node)
+                               init_node=o.init_node, extra_items=vip.items,
+                               kubeadm_extra=vip.kubeadm)
     if isinstance(planned, list):
         raise w.stop(Wait(None), ConditionSpec.false(
             n.RELEASE_VALID, "Invalid", "; ".join(str(e) for e in planned)),

@@ -511,3 +511,71 @@ async def test_a_kubeadm_field_v1beta4_does_not_publish_fails_the_item(
         await executors.apply(it, emulated)
     assert "InitConfiguration.nodeRegistration.nmae" in str(raised.value)
     assert "InitConfiguration.bogus" in str(raised.value)
+
+
+# --- file reload and the API VIP's kubeadm endpoint -------------------------------------
+
+
+async def test_real_file_reload_runs_once_per_content_and_after_a_crash(tmp_path: Path
+                                                                       ) -> None:
+    """``reload``: the service is reloaded when the file changed; an agent
+    killed between the write and the reload reloads on its next pass; an
+    unchanged, reloaded file reloads nothing."""
+    runner = Recorder()
+    ctx = real_ctx(tmp_path, runner)
+    reloads = [["systemctl", "reload-or-restart", "haproxy"]]
+    cfg = item("file", path="/etc/haproxy/haproxy.cfg", content="one\n", reload="haproxy")
+    assert await executors.apply(cfg, ctx) is True
+    assert [c[0] for c in runner.calls] == reloads
+    assert await executors.apply(cfg, ctx) is False
+    # the write happened, then the agent died before reloading
+    new = item("file", path="/etc/haproxy/haproxy.cfg", content="two\n", reload="haproxy")
+    (tmp_path / "etc/haproxy/haproxy.cfg").write_text("two\n")
+    texts = [a.text for a in await executors.check(new, ctx)]
+    assert texts == ["systemctl reload-or-restart haproxy"]
+    assert await executors.apply(new, ctx) is True
+    assert [c[0] for c in runner.calls] == reloads * 2
+    assert await executors.apply(new, ctx) is False
+    markers = list((tmp_path / executors.RELOADED_DIR.lstrip("/")).iterdir())
+    assert len(markers) == 1 and markers[0].stat().st_mode & 0o777 == 0o600
+
+
+async def test_real_file_reload_failure_fails_the_item_and_is_retried(tmp_path: Path) -> None:
+    runner = Recorder({("systemctl", "reload-or-restart"): CommandResult(1, "", "bad config")})
+    ctx = real_ctx(tmp_path, runner)
+    cfg = item("file", path="/etc/keepalived/keepalived.conf", content="x\n",
+               reload="keepalived")
+    with pytest.raises(HostError, match="bad config"):
+        await executors.apply(cfg, ctx)
+    runner.answers.clear()
+    assert await executors.apply(cfg, ctx) is True  # the file is in place; the reload is due
+
+
+async def test_emulated_file_reload_records_the_service_running(emulated: ExecContext,
+                                                                tmp_path: Path) -> None:
+    cfg = item("file", path="/etc/keepalived/keepalived.conf", content="x\n",
+               reload="keepalived")
+    assert await executors.apply(cfg, emulated) is True
+    services = json.loads((tmp_path / "var/lib/racksmith/emulated/services.json").read_text())
+    assert services["keepalived"]["running"] is True
+    assert await executors.apply(cfg, emulated) is False
+
+
+async def test_a_control_plane_machine_behind_the_vip_gets_its_local_api_endpoint(
+        tmp_path: Path) -> None:
+    cluster = {**CLUSTER, "roles": ["master", "node"], "advertiseAddress": "10.0.0.11",
+               "apiServerBindPort": 6444, "initNode": "other"}
+    ctx = real_ctx(tmp_path, Recorder())
+    await executors.apply(item("kubeadm", "kubeadm", "join", phase="join", cluster=cluster),
+                          ctx)
+    doc = list(yaml.safe_load_all((tmp_path / "etc/kubernetes/kubeadm-join.yaml")
+                                  .read_text()))[1]
+    assert doc["controlPlane"] == {"localAPIEndpoint": {"advertiseAddress": "10.0.0.11",
+                                                        "bindPort": 6444}}
+    (tmp_path / "etc/kubernetes/kubelet.conf").unlink(missing_ok=True)
+    init = {**cluster, "initNode": NODE}
+    await executors.apply(item("kubeadm", "kubeadm", "join", phase="join", cluster=init), ctx)
+    doc = list(yaml.safe_load_all((tmp_path / "etc/kubernetes/kubeadm-init.yaml")
+                                  .read_text()))[1]
+    assert doc["kind"] == "InitConfiguration"
+    assert doc["localAPIEndpoint"] == {"advertiseAddress": "10.0.0.11", "bindPort": 6444}
