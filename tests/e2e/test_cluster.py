@@ -17,6 +17,7 @@ import base64
 import ipaddress
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -40,6 +41,10 @@ from tests.e2e.demo import (
 )
 from tests.e2e.rack import Rack, state
 from tests.harness.files import loose_modes
+from tests.harness.netns import Segment
+
+KEEPALIVED = shutil.which("keepalived") or "/usr/sbin/keepalived"
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 
 
 @pytest.fixture
@@ -138,6 +143,62 @@ def test_the_cluster_serves_its_own_api_on_its_control_plane_hosts(
         if s.get("type") == "bootstrap.kubernetes.io/token"] or None, timeout=60)
     ids = {base64.b64decode(s["data"]["token-id"]).decode() for s in found}
     assert join.token_id in ids
+
+
+def test_the_masters_carry_the_api_vip_that_the_real_programs_accept(
+        rack: Rack, ready: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """Each master's LCMMachine carries the API VIP's keepalived and HAProxy
+    items (docs/ha.md's command lists them); its agent wrote the files on
+    the host, which Debian's ``haproxy -c`` and ``keepalived --config-test``
+    (in a namespace with the master's interface) accept, with the VRRP
+    password in a 0600 file from the user data and in no LCMMachine; kubeadm
+    puts the master's API server behind HAProxy, on 6444."""
+    blocks = [b for b in guide_blocks("ha.md") if "lcmmachine" in b]
+    assert len(blocks) == 1
+    assert run_block(rack, blocks[0]).split() == [
+        "racksmith-netplan", "racksmith-keepalived", "racksmith-haproxy", "racksmith-curl",
+        "racksmith-haproxy-config", "racksmith-keepalived-config",
+        "racksmith-haproxy-service", "racksmith-keepalived-service"]
+    secret = rack.get("secret", "demo-vrrp")
+    password = base64.b64decode(secret["data"]["authPass"]).decode()
+    masters = [m for m in MACHINES if "master" in m]
+    for machine in masters:
+        assert password not in json.dumps(rack.get("lcmmachine", machine)), machine
+        root = host_root(rack, ready[machine]["status"]["hostRef"]["name"])
+        auth = root / "etc/keepalived/racksmith-vrrp-auth.conf"
+        assert auth.stat().st_mode & 0o777 == 0o600
+        assert auth.read_text() == f"auth_pass {password}\n"
+        moves = {"/etc/keepalived/racksmith-vrrp-auth.conf": str(auth),
+                 "/etc/kubernetes/pki/ca.crt": str(root / "etc/kubernetes/pki/ca.crt")}
+        files = {}
+        for name in ("haproxy/haproxy.cfg", "keepalived/keepalived.conf"):
+            text = (root / "etc" / name).read_text()
+            for old, new in moves.items():
+                text = text.replace(old, new)
+            files[name] = tmp_path / f"{machine}-{name.replace('/', '-')}"
+            files[name].write_text(text)
+        proxy = subprocess.run([HAPROXY, "-c", "-f", str(files["haproxy/haproxy.cfg"])],
+                               capture_output=True, text=True, timeout=30)
+        assert proxy.returncode == 0, proxy.stdout + proxy.stderr
+        conf = files["keepalived/keepalived.conf"].read_text()
+        interface = conf.split("    interface ", 1)[1].split()[0]
+        with Segment() as segment:
+            ns = segment.add_interface(f"m{machine[-1]}", interface)
+            check = subprocess.run(["ip", "netns", "exec", ns, KEEPALIVED, "--config-test",
+                                    "-f", str(files["keepalived/keepalived.conf"])],
+                                   capture_output=True, text=True, timeout=30)
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "WARNING" not in check.stdout + check.stderr, check.stdout + check.stderr
+        services = json.loads((root / "var/lib/racksmith/emulated/services.json").read_text())
+        assert services["keepalived"] == services["haproxy"] == {"enabled": True,
+                                                                 "running": True}
+        phase = "init" if (root / "etc/kubernetes/kubeadm-init.yaml").exists() else "join"
+        docs = list(yaml.safe_load_all((root / f"etc/kubernetes/kubeadm-{phase}.yaml")
+                                       .read_text()))
+        local = docs[1]["localAPIEndpoint"] if phase == "init" else \
+            docs[1]["controlPlane"]["localAPIEndpoint"]
+        assert local["bindPort"] == 6444, machine
+        assert local["advertiseAddress"] in conf, machine
 
 
 def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:

@@ -66,6 +66,15 @@ class Segment:
         self.hosts[name] = ns
         return ns
 
+    def add_interface(self, name: str, interface: str) -> str:
+        """A namespace off the bridge with ``interface`` (one end of a veth
+        pair whose other end stays there too), for a program that checks the
+        interface it is configured for exists; its namespace."""
+        ns = f"rs{self.tag}-{name}"[:15]
+        self._add_namespace(ns)
+        _ip("-n", ns, "link", "add", interface, "type", "veth", "peer", "name", "peer0")
+        return ns
+
     def prefix(self, host: str) -> list[str]:
         return ["ip", "netns", "exec", self.hosts[host]]
 
