@@ -162,6 +162,7 @@ def test_the_masters_carry_the_api_vip_that_the_real_programs_accept(
     secret = rack.get("secret", "demo-vrrp")
     password = base64.b64decode(secret["data"]["authPass"]).decode()
     masters = [m for m in MACHINES if "master" in m]
+    peers: dict[str, tuple[str, str, Path]] = {}
     for machine in masters:
         assert password not in json.dumps(rack.get("lcmmachine", machine)), machine
         root = host_root(rack, ready[machine]["status"]["hostRef"]["name"])
@@ -199,6 +200,13 @@ def test_the_masters_carry_the_api_vip_that_the_real_programs_accept(
             docs[1]["controlPlane"]["localAPIEndpoint"]
         assert local["bindPort"] == 6444, machine
         assert local["advertiseAddress"] in conf, machine
+        peers[machine] = (local["advertiseAddress"], conf, files["haproxy/haproxy.cfg"])
+    # every master has every other as a VRRP peer and every one as a backend
+    for machine, (_, conf, haproxy) in peers.items():
+        for other, (address, _, _) in peers.items():
+            assert f"server {other} {address}:6444" in haproxy.read_text(), (machine, other)
+            if other != machine:
+                assert f"        {address}\n" in conf, (machine, other)
 
 
 def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:

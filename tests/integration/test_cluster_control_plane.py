@@ -217,6 +217,13 @@ async def test_router_ids_are_unique_per_segment_and_a_clash_is_refused(
         await world.says("four", "ControlPlaneEndpointValid", "True", "Valid")
         assert (await world.get(CLUSTER, "clusters", "four") or {})["status"][
             "virtualRouterID"] == 2
+        # The API servers' port behind the VIP's HAProxy is not an endpoint port.
+        reserved = cluster("five", "10.50.0.5", cidrs=("10.50.0.0/24",))
+        reserved["spec"]["apiServer"]["port"] = 6444
+        await world.create(CLUSTER, "clusters", reserved)
+        cond = await world.says("five", "ControlPlaneEndpointValid", "False",
+                                "EndpointPortReserved")
+        assert "6444" in cond["message"]
 
 
 async def test_each_cluster_controller_identity_is_issued_and_renewed(

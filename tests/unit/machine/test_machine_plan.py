@@ -34,6 +34,7 @@ from racksmith.controllers.machine.plan import (
     decide,
 )
 from racksmith.controllers.machine.timings import MachineTimings
+from racksmith.controlplane.vrrp import Peer
 from racksmith.controllers.machine.userdata import render_user_data, token_fresh, token_of
 from racksmith.kinds.cluster import AddressType, ClusterStatus, MachinePhase
 from racksmith.kinds.common import ConditionStatus
@@ -497,3 +498,51 @@ def test_a_control_plane_machine_waits_for_the_cluster_pki_and_carries_it() -> N
     # Written with the files, it is current: the next step moves on.
     step = decide(b.observed(**world, pki_files=files, user_data=text))
     assert not isinstance(step.action, WriteUserData)
+
+
+def _cluster_with(status: dict[str, Any], **api: Any) -> Any:
+    cluster = b.cluster()
+    spec = cluster.spec.model_copy(update={
+        "api_server": cluster.spec.api_server.model_copy(update=api)}) if api else cluster.spec
+    return cluster.model_copy(update={"spec": spec,
+                                      "status": ClusterStatus.model_validate(status)})
+
+
+def test_an_even_number_of_masters_holds_machines_not_yet_rendered() -> None:
+    """``ControlPlaneQuorum=False``: a machine without an LCMMachine waits in
+    Pending, saying why; one already rendered goes on."""
+    even = _cluster_with({"conditions": [{
+        "type": "ControlPlaneQuorum", "status": "False", "reason": "EvenControlPlaneMachines",
+        "message": "2 control-plane machines", "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
+    step = decide(b.observed(cluster=even, hosts=(b.host("h1"),)))
+    assert step.action == Wait(None) and step.phase is MachinePhase.PENDING
+    assert cond(step, n.CLUSTER_ENDPOINT_VALID) == (ConditionStatus.FALSE,
+                                                    "EvenControlPlaneMachines")
+    rendered = b.observed(cluster=even, hosts=(b.host("h1", consumer=M),),
+                          ipamhost=b.ipamhost(), lcm=b.lcm(lcm_spec()))
+    assert cond(decide(rendered), n.CLUSTER_ENDPOINT_VALID) is None
+
+
+def test_a_master_of_a_vip_cluster_gets_the_vip_items_once_the_router_id_is_known() -> None:
+    m = b.machine(roles=["master", "etcd"])
+    world = dict(hosts=(b.host("h1", consumer=m),), ipamhost=b.ipamhost())
+    waiting = _cluster_with({}, vip="10.10.0.5")
+    step = decide(b.observed(m, cluster=waiting, **world))
+    assert step.action == Wait(None)
+    assert cond(step, n.API_VIP_READY) == (ConditionStatus.FALSE, "WaitingForRouterID")
+    known = _cluster_with({"virtualRouterID": 7}, vip="10.10.0.5")
+    step = decide(b.observed(m, cluster=known, vip_peers=(Peer("m1", "10.10.0.11"),),
+                             **world))
+    assert isinstance(step.action, WriteLCMMachine)
+    items = {i.name: i for i in step.action.spec.state_items}
+    config = items["racksmith-keepalived-config"].params["content"]
+    assert "virtual_router_id 7" in config and "interface eno1" in config
+    kubeadm = items["init"].params["cluster"]
+    assert kubeadm["apiServerBindPort"] == 6444 and kubeadm["advertiseAddress"] == "10.10.0.11"
+    assert cond(step, n.API_VIP_READY) == (ConditionStatus.TRUE, "Rendered")
+    worker = b.machine(roles=["node"])
+    step = decide(b.observed(worker, cluster=known, hosts=(b.host("h1", consumer=worker),),
+                             ipamhost=b.ipamhost()))
+    assert isinstance(step.action, WriteLCMMachine)
+    assert not any(i.name.startswith("racksmith-keep") for i in step.action.spec.state_items)
+    assert cond(step, n.API_VIP_READY) is None
