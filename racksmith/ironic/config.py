@@ -169,11 +169,12 @@ def enabled_interfaces(ipmi: bool, fake_bmc: bool = False) -> dict[str, list[str
     entries.
     """
     table: dict[str, list[str]] = {
-        "boot": ["fake", "redfish-virtual-media", "redfish-https"],
+        "boot": ["fake", "redfish-virtual-media", "redfish-https",
+                 "idrac-redfish-virtual-media"],
         "deploy": ["fake", "direct", "ramdisk"],
-        "inspect": ["fake", "redfish", "agent", "no-inspect"],
-        "management": ["fake", "redfish", "noop"],
-        "power": ["fake", "redfish"],
+        "inspect": ["fake", "redfish", "agent", "no-inspect", "idrac-redfish"],
+        "management": ["fake", "redfish", "noop", "idrac-redfish"],
+        "power": ["fake", "redfish", "idrac-redfish"],
         "bios": ["no-bios", "fake", "redfish"],
         "console": ["no-console"],
         "firmware": ["no-firmware", "fake", "redfish"],
@@ -195,7 +196,7 @@ def enabled_interfaces(ipmi: bool, fake_bmc: bool = False) -> dict[str, list[str
 
 
 def hardware_types(ipmi: bool, fake_bmc: bool = False) -> list[str]:
-    return [FAKE_HARDWARE, "redfish", *(["ipmi"] if ipmi else []),
+    return [FAKE_HARDWARE, "redfish", "idrac", *(["ipmi"] if ipmi else []),
             *(["racksmith-fake"] if fake_bmc else [])]
 
 

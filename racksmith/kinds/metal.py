@@ -21,6 +21,7 @@ from racksmith.kinds.base import (
     Resource,
     age_column,
 )
+from racksmith.kinds.bmcaddress import ADDRESS_PATTERN
 from racksmith.kinds.common import (
     Condition,
     LocalObjectReference,
@@ -115,10 +116,15 @@ class BMCDetails(RacksmithModel):
     """How to reach the host's baseboard management controller."""
 
     address: str = Field(
+        pattern=ADDRESS_PATTERN,
         description=(
-            "BMC URL: ipmi://, redfish:// (redfish+http, redfish+https), "
-            "redfish-virtualmedia://, idrac-virtualmedia:// or ilo5-virtualmedia://; "
-            "fake:// (no hardware) and fake+http:// (the emulator's fake BMCs)."
+            "BMC address, as Metal3 parses it: ipmi://host[:port] or a bare "
+            "host[:port] (IPMI); redfish://, redfish-virtualmedia://, "
+            "redfish-uefihttp://, idrac-redfish://, idrac-virtualmedia:// (each "
+            "also with +http or +https, and the system's path, e.g. "
+            "/redfish/v1/Systems/1); ilo5-redfish:// and ilo5-virtualmedia:// "
+            "(aliases of redfish:// and redfish-virtualmedia://); fake:// (no "
+            "hardware) and fake+http:// (the virtual datacenter's fake BMCs)."
         )
     )
     credentials_name: str = Field(

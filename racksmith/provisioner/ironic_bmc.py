@@ -1,11 +1,13 @@
 """BMC addresses → Ironic driver, interfaces and driver_info.
 
-Owns the address schemes Racksmith accepts (``redfish://``,
-``redfish+http(s)://``, ``redfish-virtualmedia[+http(s)]://``, ``ipmi://``,
-``fake://`` — Ironic's fake-hardware, every step a no-op — and
-``fake+http(s)://`` — the virtual datacenter's instant fake BMCs, through
-the ``racksmith-fake`` hardware type of ``ironic_plugin/``) and what each
-means for an Ironic node. Pure: called by
+Owns what each address scheme (parsed as Metal3 parses them,
+``racksmith.kinds.bmcaddress``) means for an Ironic node: ``ipmi`` (or a
+bare host[:port]), the Redfish family (``redfish``, ``-virtualmedia``,
+``-uefihttp``, the ``ilo5-`` aliases: the ``redfish`` hardware type;
+``idrac-redfish``, ``idrac-virtualmedia``: ``idrac``), ``fake://`` —
+Ironic's fake-hardware, every step a no-op — and ``fake+http(s)://`` — the
+virtual datacenter's instant fake BMCs, through the ``racksmith-fake``
+hardware type of ``ironic_plugin/``. Pure: called by
 :mod:`racksmith.provisioner.ironic` before any node is created, so a bad
 address never reaches Ironic. Error messages name the scheme and host but
 never userinfo or credentials.
@@ -15,9 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from racksmith.ironic.config import FAKE_HARDWARE, FAKE_INTERFACES
+from racksmith.kinds.bmcaddress import SCHEMES as _SCHEMES
+from racksmith.kinds.bmcaddress import BMCAddressError as KindsAddressError
+from racksmith.kinds.bmcaddress import parse_bmc_address
 from racksmith.provisioner.base import BMCAccess
 
 
@@ -40,64 +44,45 @@ class DriverSpec:
         return {**self.driver_info, **self.credentials}
 
 
-REDFISH_SCHEMES = {"redfish", "redfish+http", "redfish+https"}
-VIRTUALMEDIA_SCHEMES = {"redfish-virtualmedia", "redfish-virtualmedia+http",
-                        "redfish-virtualmedia+https"}
-FAKE_BMC_SCHEMES = {"fake+http", "fake+https"}
-SUPPORTED_SCHEMES = sorted(REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | FAKE_BMC_SCHEMES
-                           | {"ipmi", "fake"})
+VIRTUAL_MEDIA_BOOT = {"redfish": "redfish-virtual-media",
+                      "idrac": "idrac-redfish-virtual-media"}
+"""The boot interface of each Redfish-family hardware type's virtual media."""
+SUPPORTED_SCHEMES = list(_SCHEMES)
 
 
 def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> DriverSpec:
     """The driver for ``bmc``; raises :class:`BMCAddressError`."""
     address = bmc.address.strip()
-    if "://" not in address:
-        raise BMCAddressError(
-            "malformed BMC address: expected <scheme>://<host>[:port][/path] "
-            f"(supported schemes: {', '.join(SUPPORTED_SCHEMES)})")
-    scheme = address.split("://", 1)[0].lower()
     try:
-        parts = urlsplit(address)
-        port = parts.port
-    except ValueError:
-        raise BMCAddressError(f"malformed {scheme}:// BMC address: bad host or port") from None
-    host = parts.hostname
-    if scheme == "fake":
+        parsed = parse_bmc_address(address)
+    except KindsAddressError as exc:
+        raise BMCAddressError(str(exc)) from None
+    scheme, hardware = parsed.scheme, parsed.type.hardware
+    if hardware == FAKE_HARDWARE:
         return DriverSpec(
             driver=FAKE_HARDWARE,
             interfaces=dict(FAKE_INTERFACES),
             driver_info={"fake_address": address.split("@")[-1]},
             credentials={})
-    if scheme not in REDFISH_SCHEMES | VIRTUALMEDIA_SCHEMES | FAKE_BMC_SCHEMES | {"ipmi"}:
-        raise BMCAddressError(
-            f"unsupported BMC address scheme {scheme!r} "
-            f"(supported: {', '.join(SUPPORTED_SCHEMES)})")
-    if not host:
-        raise BMCAddressError(f"malformed {scheme}:// BMC address: no host")
-    netloc = f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc = f"{netloc}:{port}"
-
-    if scheme in FAKE_BMC_SCHEMES:
+    netloc = parsed.netloc
+    if hardware == "racksmith-fake":
         # Power, boot device and virtual media through the fake BMC; the
         # ramdisk agent protocol (direct deploy, agent inspection) as usual.
-        transport = scheme.split("+", 1)[1]
-        path = parts.path.rstrip("/")
         return DriverSpec(
             driver="racksmith-fake",
             interfaces={"boot": "racksmith-fake", "deploy": "direct", "inspect": "agent",
                         "management": "racksmith-fake", "power": "racksmith-fake"},
-            driver_info={"fake_bmc_address": f"{transport}://{netloc}{path}"},
+            driver_info={"fake_bmc_address": f"{parsed.transport}://{netloc}{parsed.path}"},
             credentials={"fake_bmc_username": bmc.username,
                          "fake_bmc_password": bmc.password})
-    if scheme == "ipmi":
+    if hardware == "ipmi":
         if not ipmi_enabled:
             raise BMCAddressError(
                 "BMC address scheme 'ipmi' needs the ipmi hardware type, which is "
                 "disabled here (ipmitool is not installed)")
-        info: dict[str, Any] = {"ipmi_address": host}
-        if port is not None:
-            info["ipmi_port"] = port
+        info: dict[str, Any] = {"ipmi_address": parsed.host}
+        if parsed.port is not None:
+            info["ipmi_port"] = parsed.port
         return DriverSpec(
             driver="ipmi",
             interfaces={"boot": "ipxe", "deploy": "direct", "inspect": "agent",
@@ -105,26 +90,28 @@ def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> 
             driver_info=info,
             credentials={"ipmi_username": bmc.username, "ipmi_password": bmc.password})
 
-    transport = "https"
-    if scheme.endswith("+http"):
-        transport = "http"
-    virtual_media = scheme in VIRTUALMEDIA_SCHEMES
-    if virtual_media and not deploy_iso:
+    explicit = "virtualmedia" in scheme or "uefihttp" in scheme
+    if explicit and not deploy_iso:
+        how = "UEFI HTTP" if parsed.type.boot == "uefi-http" else "virtual media"
         raise BMCAddressError(
-            f"BMC address scheme {scheme!r} boots a deploy ISO over virtual media, "
+            f"BMC address scheme {scheme!r} boots a deploy ISO over {how}, "
             "but no deploy ISO is configured")
-    info = {"redfish_address": f"{transport}://{netloc}"}
-    if parts.path and parts.path != "/":
-        info["redfish_system_id"] = parts.path.rstrip("/")
-    if bmc.disable_certificate_verification and transport == "https":
+    info = {"redfish_address": f"{parsed.transport}://{netloc}"}
+    if parsed.path:
+        info["redfish_system_id"] = parsed.path
+    if bmc.disable_certificate_verification and parsed.transport == "https":
         info["redfish_verify_ca"] = False
     if deploy_iso:
         info["deploy_iso"] = deploy_iso
-    # Every redfish node boots the ramdisk over virtual media: no PXE/DHCP
-    # network here (redfish-virtualmedia:// only makes it explicit).
+    # Every Redfish-family node boots the ramdisk over virtual media (no
+    # PXE/DHCP network here), or by UEFI HTTP for redfish-uefihttp://.
+    boot = "redfish-https" if parsed.type.boot == "uefi-http" else VIRTUAL_MEDIA_BOOT[hardware]
+    dell = hardware == "idrac"
     return DriverSpec(
-        driver="redfish",
-        interfaces={"boot": "redfish-virtual-media", "deploy": "direct",
-                    "inspect": "redfish", "management": "redfish", "power": "redfish"},
+        driver=hardware,
+        interfaces={"boot": boot, "deploy": "direct",
+                    "inspect": "idrac-redfish" if dell else "redfish",
+                    "management": "idrac-redfish" if dell else "redfish",
+                    "power": "idrac-redfish" if dell else "redfish"},
         driver_info=info,
         credentials={"redfish_username": bmc.username, "redfish_password": bmc.password})

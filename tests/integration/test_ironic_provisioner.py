@@ -179,9 +179,10 @@ async def test_repeated_provision_calls_deploy_once(provisioner: IronicProvision
 
 
 @pytest.mark.parametrize(("address", "needle"), [
-    ("192.168.1.10", "malformed"),
-    ("idrac-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "'idrac-virtualmedia'"),
+    ("192.168.1.10", "'ipmi'"),  # Metal3: a bare host is IPMI (disabled here)
+    ("ilo4://10.0.0.1", "'ilo4'"),
     ("gopher://10.0.0.1", "'gopher'"),
+    ("idrac-virtualmedia://10.0.0.1/redfish/v1/Systems/1", "deploy ISO"),
     ("redfish://", "no host"),
     ("redfish://host:99999", "port"),
     ("ipmi://10.0.0.1", "'ipmi'"),
@@ -199,8 +200,17 @@ async def test_bad_addresses_create_no_node(provisioner: IronicProvisioner,
     assert await client.get_node(h.node_name) is None
 
 
+@pytest.mark.parametrize(("scheme", "driver", "boot", "management"), [
+    ("redfish+http", "redfish", "redfish-virtual-media", "redfish"),
+    ("ilo5-redfish+http", "redfish", "redfish-virtual-media", "redfish"),
+    ("idrac-redfish+http", "idrac", "idrac-redfish-virtual-media", "idrac-redfish"),
+])
 async def test_refused_credentials_are_a_registration_error_without_secrets(
-        provisioner: IronicProvisioner, client: IronicClient) -> None:
+        provisioner: IronicProvisioner, client: IronicClient, scheme: str, driver: str,
+        boot: str, management: str) -> None:
+    """Against a BMC that refuses every request: the node is enrolled with
+    the hardware type and interfaces the scheme means (Ironic accepts them:
+    they are enabled), and management fails without a secret in the error."""
     async def refuse(request: web.Request) -> web.Response:
         return web.json_response(
             {"error": {"code": "Base.1.0.GeneralError", "message": "Unauthorized"}},
@@ -214,14 +224,16 @@ async def test_refused_credentials_are_a_registration_error_without_secrets(
     await site.start()
     port = runner.addresses[0][1]
     try:
-        h = host("refused-credentials")
-        bmc = BMCAccess(address=f"redfish+http://127.0.0.1:{port}/redfish/v1/Systems/1",
+        h = host(f"refused-{scheme.split('+')[0]}")
+        bmc = BMCAccess(address=f"{scheme}://127.0.0.1:{port}/redfish/v1/Systems/1",
                         username="admin", password=PASSWORD)
         result = await register(provisioner, h, bmc)
         assert result.error_kind is ErrorKind.REGISTRATION
         assert result.error and PASSWORD not in result.error
         node = await client.get_node(h.node_name)
         assert node is not None and node["provision_state"] == "enroll"
+        assert (node["driver"], node["boot_interface"], node["management_interface"]) == (
+            driver, boot, management)
         assert node["driver_info"]["redfish_password"] != PASSWORD  # Ironic masks it
         # Sticky until the credentials change; then it retries (manage again).
         again = await provisioner.register(h, bmc, credentials_changed=False)

@@ -284,6 +284,32 @@ def test_invalid_object_is_rejected_with_field_path(kubectl: Kubectl) -> None:
     assert kubectl.run("get", "widget", "bad", "-n", ns, check=False).returncode != 0
 
 
+BMH = """\
+apiVersion: metal.racksmith.io/v1alpha1
+kind: BareMetalHost
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  bmc: {{address: "{address}", credentialsName: {name}-bmc-secret}}
+"""
+
+
+def test_a_bmc_address_scheme_metal3_does_not_parse_is_refused(kubectl: Kubectl) -> None:
+    """Metal3's schemes apply (a bare host:port is IPMI; the idrac and ilo5
+    ones); any other gets a 422 naming the field and the supported schemes."""
+    ns = _ns(kubectl)
+    for i, address in enumerate(("10.0.0.7:6230", "idrac-virtualmedia://10.0.0.8/redfish/v1/"
+                                 "Systems/System.Embedded.1", "ilo5-redfish://10.0.0.9",
+                                 "redfish-uefihttp+http://10.0.0.10:8000/redfish/v1/Systems/1")):
+        kubectl.run("apply", "-f", "-", input_text=BMH.format(name=f"ok{i}", ns=ns,
+                                                              address=address))
+    res = kubectl.run("apply", "-f", "-", check=False, input_text=BMH.format(
+        name="bad", ns=ns, address="ilo4://10.0.0.11"))
+    assert res.returncode != 0
+    assert "spec.bmc.address" in res.stderr and "ilo4://10.0.0.11" in res.stderr
+    assert "idrac-virtualmedia" in res.stderr and "redfish-uefihttp" in res.stderr
+    assert kubectl.run("get", "bmh", "bad", "-n", ns, check=False).returncode != 0
+
+
 DRAIN_SITE = """\
 apiVersion: v1
 kind: Node

@@ -34,8 +34,8 @@ from racksmith.controllers.machine.plan import (
     decide,
 )
 from racksmith.controllers.machine.timings import MachineTimings
-from racksmith.controlplane.vrrp import Peer
 from racksmith.controllers.machine.userdata import render_user_data, token_fresh, token_of
+from racksmith.controlplane.vrrp import Peer
 from racksmith.kinds.cluster import AddressType, ClusterStatus, MachinePhase
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hostannotations import DETACHED, PAUSED

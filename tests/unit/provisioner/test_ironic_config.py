@@ -23,7 +23,7 @@ def test_standalone_options(tmp_path: Path) -> None:
     conf = parse(render_config(settings(tmp_path), ipmi=False))
     assert conf.get("DEFAULT", "auth_strategy") == "noauth"
     assert conf.get("DEFAULT", "rpc_transport") == "none"
-    assert conf.get("DEFAULT", "enabled_hardware_types") == "fake-hardware,redfish"
+    assert conf.get("DEFAULT", "enabled_hardware_types") == "fake-hardware,redfish,idrac"
     assert conf.get("DEFAULT", "enabled_network_interfaces") == "noop"
     assert conf.get("api", "host_ip") == "127.0.0.1"
     assert conf.get("api", "port") == "6385"

@@ -86,6 +86,21 @@ def bmc(address: str, *, insecure: bool = False) -> BMCAccess:
     ("fake://rack1/h1", "fake-hardware", {"fake_address": "fake://rack1/h1"}),
     ("fake+http://127.0.0.1:8123/systems/abc/", "racksmith-fake",
      {"fake_bmc_address": "http://127.0.0.1:8123/systems/abc"}),
+    # As Metal3 parses them: a bare host[:port] is IPMI; the ilo5 aliases;
+    # idrac; UEFI HTTP boot.
+    ("10.0.0.1", "ipmi", {"ipmi_address": "10.0.0.1"}),
+    ("10.0.0.1:6230", "ipmi", {"ipmi_address": "10.0.0.1", "ipmi_port": 6230}),
+    ("[fd00::2]:6230", "ipmi", {"ipmi_address": "fd00::2", "ipmi_port": 6230}),
+    ("ilo5-redfish://10.0.0.3/redfish/v1/Systems/1", "redfish",
+     {"redfish_address": "https://10.0.0.3", "redfish_system_id": "/redfish/v1/Systems/1"}),
+    ("ilo5-virtualmedia+http://10.0.0.3:8000/redfish/v1/Systems/1", "redfish",
+     {"redfish_address": "http://10.0.0.3:8000"}),
+    ("idrac-virtualmedia://10.0.0.4/redfish/v1/Systems/System.Embedded.1", "idrac",
+     {"redfish_address": "https://10.0.0.4",
+      "redfish_system_id": "/redfish/v1/Systems/System.Embedded.1"}),
+    ("idrac-redfish+https://10.0.0.4", "idrac", {"redfish_address": "https://10.0.0.4"}),
+    ("redfish-uefihttp+http://10.0.0.5:8000/redfish/v1/Systems/1", "redfish",
+     {"redfish_address": "http://10.0.0.5:8000"}),
 ])
 def test_bmc_schemes(address: str, driver: str, info: dict[str, Any]) -> None:
     spec = parse_bmc(bmc(address), deploy_iso="http://i/ipa.iso", ipmi_enabled=True)
@@ -94,8 +109,14 @@ def test_bmc_schemes(address: str, driver: str, info: dict[str, Any]) -> None:
         assert spec.driver_info[key] == value
     assert "p" not in spec.driver_info.values()
     if driver == "redfish":
-        assert spec.interfaces["boot"] == "redfish-virtual-media"
+        boot = "redfish-https" if "uefihttp" in address else "redfish-virtual-media"
+        assert spec.interfaces["boot"] == boot
         assert spec.driver_info["deploy_iso"] == "http://i/ipa.iso"
+        assert spec.credentials == {"redfish_username": "u", "redfish_password": "p"}
+    if driver == "idrac":
+        assert spec.interfaces == {"boot": "idrac-redfish-virtual-media", "deploy": "direct",
+                                   "inspect": "idrac-redfish", "management": "idrac-redfish",
+                                   "power": "idrac-redfish"}
         assert spec.credentials == {"redfish_username": "u", "redfish_password": "p"}
     if driver == "racksmith-fake":
         # Instant BMC, but the real ramdisk agent protocol for the rest.
@@ -111,12 +132,13 @@ def test_insecure_redfish() -> None:
 
 
 @pytest.mark.parametrize(("address", "ipmi", "iso", "needle"), [
-    ("10.0.0.1", True, "x", "malformed"),
-    ("idrac-virtualmedia://h/x", True, "x", "'idrac-virtualmedia'"),
+    ("ilo4://h", True, "x", "unsupported BMC address scheme 'ilo4'.*idrac-virtualmedia"),
+    ("libvirt://h", True, "x", "supported: fake, .*redfish-uefihttp"),
     ("redfish://", True, "x", "no host"),
     ("redfish://h:notaport", True, "x", "port"),
     ("ipmi://h", False, "x", "ipmitool"),
     ("redfish-virtualmedia://h/x", True, None, "deploy ISO"),
+    ("redfish-uefihttp://h/x", True, None, "UEFI HTTP"),
     ("fake+http://", True, None, "no host"),
 ])
 def test_bad_bmc(address: str, ipmi: bool, iso: str | None, needle: str) -> None:
