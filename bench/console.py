@@ -79,7 +79,7 @@ BUDGET_S = 2.0
 FIRST_SCREEN_ROWS = 15
 PAGE_TIMEOUT_MS = 60_000
 NAMESPACE = "default"
-BMH = "/apis/metal.racksmith.io/v1alpha1"
+BMH = "/apis/metal3.io/v1alpha1"
 
 Obj = dict[str, Any]
 
@@ -148,7 +148,7 @@ def host_object(i: int) -> Obj:
         spec["image"] = {"url": "http://images.example/ubuntu-22.04.img",
                          "checksum": "b2e3b31e8dfad2deab0378731c1350864503aca10c681a27ad4674"
                                      "18745dc30a", "checksumType": "sha256"}
-    return {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+    return {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
             "metadata": {"name": host_name(i), "namespace": NAMESPACE,
                          "labels": {"metal.racksmith.io/rack": rack,
                                     "metal.racksmith.io/vendor": vendor.split()[0]}},

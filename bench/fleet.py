@@ -81,7 +81,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CLUSTER_API = "cluster.racksmith.io/v1alpha1"
 LCM_API = "lcm.racksmith.io/v1alpha1"
-METAL_API = "metal.racksmith.io/v1alpha1"
+METAL_API = "metal3.io/v1alpha1"
 RELEASE_ANNOTATION = "lcm.racksmith.io/release"
 GROUP_LABEL = "lcm.racksmith.io/update-group"
 CLUSTER_LABEL = "cluster.racksmith.io/cluster"

@@ -73,7 +73,7 @@ from racksmith.ironic.client import API_VERSION, API_VERSION_HEADER
 
 Obj = dict[str, Any]
 TARGET_RATIO = 1.3
-BMH_PATH = "/apis/metal.racksmith.io/v1alpha1/namespaces/default/baremetalhosts"
+BMH_PATH = "/apis/metal3.io/v1alpha1/namespaces/default/baremetalhosts"
 SECRET_PATH = "/api/v1/namespaces/default/secrets"
 IRONIC_FAILED = {"error", "deploy failed", "clean failed", "inspect failed", "adopt failed",
                  "enroll"}
@@ -268,7 +268,7 @@ def host_manifests(h: BenchHost) -> tuple[Obj, Obj]:
               "type": "Opaque",
               "data": {"username": base64.b64encode(h.username.encode()).decode(),
                        "password": base64.b64encode(h.password.encode()).decode()}}
-    bmh = {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+    bmh = {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
            "metadata": {"name": h.name, "namespace": "default"},
            "spec": {"bmc": {"address": h.address, "credentialsName": f"{h.name}-bmc-secret"},
                     "bootMACAddress": h.mac, "bootMode": "UEFI", "online": False}}

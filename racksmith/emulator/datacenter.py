@@ -62,7 +62,7 @@ from racksmith.redact import register_secret
 
 log = structlog.get_logger("racksmith.emulator.datacenter")
 
-BMH_API_VERSION = "metal.racksmith.io/v1alpha1"
+BMH_API_VERSION = "metal3.io/v1alpha1"
 RACK_LABEL = "metal.racksmith.io/rack"
 VENDOR_LABEL = "metal.racksmith.io/vendor"
 EMULATED_LABEL = "metal.racksmith.io/emulated"

@@ -1,8 +1,13 @@
-"""Kinds of the ``metal.racksmith.io`` group: the physical hosts.
+"""The physical hosts: BareMetalHost, served as Metal3 serves it, and
+Racksmith's BareMetalHostInventory.
 
-Owns BareMetalHost (a server managed through its BMC; field names follow
-Metal3) and BareMetalHostInventory (the inspection report of one host).
-BareMetalHostProfile, of the same group, lives in ``hostprofile``.
+Owns BareMetalHost (a server managed through its BMC) in Metal3's group
+``metal3.io/v1alpha1`` with Metal3's short names, printer columns and
+finalizer, so a Metal3 site's manifests and ``kubectl get bmh`` habits carry
+over, and BareMetalHostInventory (the inspection report of one host) in
+Racksmith's ``metal.racksmith.io``. BareMetalHostProfile, of Racksmith's
+group too, lives in ``hostprofile``; what Racksmith adds refers to a host by
+name.
 Controllers in ``racksmith.controllers`` read and write these models.
 """
 
@@ -32,6 +37,9 @@ from racksmith.kinds.common import (
 from racksmith.kinds.hardware import HardwareDetails
 
 GROUP = "metal.racksmith.io"
+"""Racksmith's group of the host kinds it adds (inventories, profiles)."""
+METAL3_GROUP = "metal3.io"
+"""Metal3's group: BareMetalHost."""
 CATEGORIES = ("racksmith", "metal")
 
 
@@ -342,23 +350,28 @@ class BareMetalHost(Resource):
     """A physical server managed through its BMC: enrolled, inspected, provisioned."""
 
     info: ClassVar[KindInfo] = KindInfo(
-        group=GROUP,
+        group=METAL3_GROUP,
         kind="BareMetalHost",
         plural="baremetalhosts",
         namespaced=True,
-        short_names=("bmh",),
+        short_names=("bmh", "bmhost"),
         categories=CATEGORIES,
+        # Metal3's columns, in its order (``kubectl get bmh``: State,
+        # Consumer, Online, Error, Age; ``-o wide`` adds Status and BMC).
         printer_columns=(
-            PrinterColumn("State", ".status.provisioning.state", description="Provisioning state."),
-            PrinterColumn("Consumer", ".spec.consumerRef.name", description="Who uses the host."),
-            PrinterColumn("Online", ".spec.online", "boolean", "Desired power state."),
-            PrinterColumn("Error", ".status.errorType", description="Kind of the last error."),
+            PrinterColumn("Status", ".status.operationalStatus",
+                          description="Operational status", priority=1),
+            PrinterColumn("State", ".status.provisioning.state",
+                          description="Provisioning status"),
+            PrinterColumn("Consumer", ".spec.consumerRef.name",
+                          description="Consumer using this host"),
+            PrinterColumn("BMC", ".spec.bmc.address",
+                          description="Address of management controller", priority=1),
+            PrinterColumn("Online", ".spec.online", description="Whether the host is online "
+                          "or not"),
+            PrinterColumn("Error", ".status.errorType",
+                          description="Type of the most recent error"),
             age_column(),
-            PrinterColumn("BMC", ".spec.bmc.address", description="BMC address.", priority=1),
-            PrinterColumn(
-                "Powered", ".status.poweredOn", "boolean", "Actual power state.", priority=1
-            ),
-            PrinterColumn("Status", ".status.operationalStatus", description="Health.", priority=1),
         ),
     )
 

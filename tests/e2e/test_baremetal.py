@@ -192,7 +192,7 @@ def test_provision_deprovision_delete(rack: Rack) -> None:
 
 
 def _bmh(name: str, address: str, secret: str, **spec: Any) -> str:
-    body = {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+    body = {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
             "metadata": {"name": name, "namespace": "default"},
             "spec": {"bmc": {"address": address, "credentialsName": secret},
                      "bootMACAddress": "02:ff:00:00:00:01", "online": False, **spec}}

@@ -209,6 +209,19 @@ def test_the_masters_carry_the_api_vip_that_the_real_programs_accept(
                 assert f"        {address}\n" in conf, (machine, other)
 
 
+def test_the_metal3_guide_runs_and_shows_metal3_s_columns(
+        rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
+    blocks = guide_blocks("metal3.md")
+    assert len(blocks) == 1
+    out = run_block(rack, blocks[0]).splitlines()
+    assert any(line.split()[:2] == ["baremetalhosts", "bmh,bmhost"] for line in out), out
+    headers = [line.split() for line in out if line.startswith(("NAMESPACE", "NAME"))]
+    assert ["NAMESPACE", "NAME", "STATE", "CONSUMER", "ONLINE", "ERROR", "AGE"] in headers
+    assert ["NAMESPACE", "NAME", "STATUS", "STATE", "CONSUMER", "BMC", "ONLINE", "ERROR",
+            "AGE"] in headers
+    assert any("demo-master-1" in line and "provisioned" in line for line in out), out
+
+
 def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]]) -> None:
     res = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "status", "--kubeconfig",
                           str(rack.server.kubeconfig), "--wait", "--timeout", "2m"],

@@ -32,7 +32,7 @@ CM = "/api/v1/namespaces/{ns}/configmaps"
 SECRETS = "/api/v1/namespaces/{ns}/secrets"
 WIDGETS = "/apis/example.com/v1/namespaces/{ns}/widgets"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-BMHS = "/apis/metal.racksmith.io/v1alpha1/namespaces/{ns}/baremetalhosts"
+BMHS = "/apis/metal3.io/v1alpha1/namespaces/{ns}/baremetalhosts"
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 MiB = 1024 * 1024
 _DEFAULT = object()

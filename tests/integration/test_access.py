@@ -102,13 +102,13 @@ def test_a_viewer_reads_but_never_secrets_and_never_writes(
             in viewer.refused("get", "secrets"))
     err = viewer.refused("delete", "baremetalhost", "h1", "-n", "default")
     assert f'User "viewer-{minor}" cannot delete resource "baremetalhosts" in API group ' \
-        '"metal.racksmith.io" in the namespace "default"' in err
+        '"metal3.io" in the namespace "default"' in err
     assert viewer.ok("auth", "can-i", "list", "baremetalhosts").strip() == "yes"
     assert viewer.run("auth", "can-i", "get", "secrets").stdout.strip() == "no"
     listing = viewer.ok("auth", "can-i", "--list")
     # Resources by name, never a group wildcard: a kind added later is seen
     # by viewers only once it says so (KindInfo.built_in_roles).
-    assert "baremetalhosts.metal.racksmith.io" in listing, listing
+    assert "baremetalhosts.metal3.io" in listing, listing
     assert "clusterupdateplans.lcm.racksmith.io" in listing, listing
     assert not [line for line in listing.splitlines()
                 if line.startswith("*.") and "racksmith.io" in line], listing

@@ -245,7 +245,7 @@ async def test_schema_violation_on_update_and_patch(api: Api) -> None:
 
 
 async def test_racksmith_kind_missing_required_bmc_fields(api: Api) -> None:
-    bmh = {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+    bmh = {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
            "metadata": {"name": "node-1"},
            "spec": {"bmc": {}, "online": True}}
     with nothing_written(api.server):

@@ -44,7 +44,7 @@ from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-GROUP, VERSION = "metal.racksmith.io", "v1alpha1"
+GROUP, VERSION = "metal3.io", "v1alpha1"
 PASSWORD = "s3cr3t-Pa55"
 IMAGE = {"url": "http://images.example/os.qcow2", "checksum": "abc", "checksumType": "sha256"}
 

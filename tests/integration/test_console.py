@@ -40,7 +40,7 @@ from tests.harness.http import ssl_context
 
 STATIC = console.static_dir()
 JS = STATIC / "js"
-BMH = "/apis/metal.racksmith.io/v1alpha1/baremetalhosts"
+BMH = "/apis/metal3.io/v1alpha1/baremetalhosts"
 CONSOLE_INIT = Path(console.__file__).read_bytes()
 SHARED = pytest.mark.asyncio(loop_scope="module")
 

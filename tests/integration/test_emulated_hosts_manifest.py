@@ -35,15 +35,15 @@ async def test_a_restart_applies_the_emulated_hosts_again_without_conflict(
     custom = CustomObjectsApi(fresh_client)
     name = hosts[0]["metadata"]["name"]
     host = await custom.get_namespaced_custom_object(
-        "metal.racksmith.io", "v1alpha1", "default", "baremetalhosts", name)
+        "metal3.io", "v1alpha1", "default", "baremetalhosts", name)
     assert host["spec"]["online"] is False  # the server's default
     # The Machine controller powers the host it provisions on (an Update).
     host["spec"]["online"] = True
     await custom.replace_namespaced_custom_object(
-        "metal.racksmith.io", "v1alpha1", "default", "baremetalhosts", name, host,
+        "metal3.io", "v1alpha1", "default", "baremetalhosts", name, host,
         field_manager="racksmith-machine")
     for obj in objects:  # the restart: no 409
         await fresh_api_server.apply(obj, manager="racksmith-apply", server_side=True)
     host = await custom.get_namespaced_custom_object(
-        "metal.racksmith.io", "v1alpha1", "default", "baremetalhosts", name)
+        "metal3.io", "v1alpha1", "default", "baremetalhosts", name)
     assert host["spec"]["online"] is True  # the Machine's value survives

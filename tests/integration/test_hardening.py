@@ -121,8 +121,8 @@ async def test_limit_larger_than_64_bits_is_a_400(api: Api) -> None:
     (SECRETS, secret("x")),
     (WIDGETS, widget("x")),
     ("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {}}),
-    ("/apis/metal.racksmith.io/v1alpha1/namespaces/{ns}/baremetalhosts",
-     {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost", "metadata": {},
+    ("/apis/metal3.io/v1alpha1/namespaces/{ns}/baremetalhosts",
+     {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost", "metadata": {},
       "spec": {}}),
 ])
 @pytest.mark.parametrize("value", [5, ["a"], {"a": 1}, True])
@@ -471,7 +471,7 @@ async def test_an_unexpected_exception_is_one_500_status_and_one_log_line(
 
 COLLECTIONS = ["/api/v1/namespaces/default/configmaps", "/api/v1/namespaces/default/secrets",
                "/api/v1/namespaces/default/pods", "/api/v1/namespaces",
-               "/apis/metal.racksmith.io/v1alpha1/namespaces/default/baremetalhosts",
+               "/apis/metal3.io/v1alpha1/namespaces/default/baremetalhosts",
                "/apis/cluster.racksmith.io/v1alpha1/namespaces/default/machines",
                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                "/api/v1/configmaps", "/apis/coordination.k8s.io/v1/namespaces/default/leases"]

@@ -285,7 +285,7 @@ def test_invalid_object_is_rejected_with_field_path(kubectl: Kubectl) -> None:
 
 
 BMH = """\
-apiVersion: metal.racksmith.io/v1alpha1
+apiVersion: metal3.io/v1alpha1
 kind: BareMetalHost
 metadata: {{name: {name}, namespace: {ns}}}
 spec:

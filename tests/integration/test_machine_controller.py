@@ -37,7 +37,7 @@ from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-METAL, CLUSTER, IPAM, LCM = ("metal.racksmith.io", "cluster.racksmith.io", "ipam.racksmith.io",
+METAL, CLUSTER, IPAM, LCM = ("metal3.io", "cluster.racksmith.io", "ipam.racksmith.io",
                              "lcm.racksmith.io")
 V = "v1alpha1"
 TOKEN = "agent-t0ken-d0-not-leak"

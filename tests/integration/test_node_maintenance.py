@@ -37,7 +37,7 @@ from tests.harness.wait import eventually
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 V = "v1alpha1"
-CLUSTER, LCM, METAL = "cluster.racksmith.io", "lcm.racksmith.io", "metal.racksmith.io"
+CLUSTER, LCM, METAL = "cluster.racksmith.io", "lcm.racksmith.io", "metal3.io"
 OWNER = "plan.default.demo-rel-2"
 ANN = "lcm.racksmith.io/"
 # A refused eviction is tried again soon; the other waits stay the defaults (the full

@@ -37,7 +37,7 @@ Obj = dict[str, Any]
 
 STORAGE = ("storage.racksmith.io", "v1alpha1", "volumes")
 LOCKS = ("lcm.racksmith.io", "v1alpha1", "nodeworkloadlocks")
-BMH_GV = ("metal.racksmith.io", "v1alpha1")
+BMH_GV = ("metal3.io", "v1alpha1")
 BMH = "baremetalhosts"
 TEST_SECONDS = 30  # bound on each test's client work
 WATCH_SECONDS = 10  # server-side bound on each watch
@@ -85,7 +85,7 @@ def volume(name: str, node: str = "node-1", **labels: str) -> Obj:
 
 
 def bmh(name: str, namespace: str, **labels: str) -> Obj:
-    return {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+    return {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"bmc": {"address": f"ipmi://127.0.0.1:623/{name}",
                              "credentialsName": f"{name}-bmc"}, "online": False}}
@@ -185,7 +185,7 @@ async def test_core_crud(api: client.ApiClient, core: client.CoreV1Api) -> None:
         ev = await core.create_namespaced_event("default", client.CoreV1Event(
             metadata=client.V1ObjectMeta(generate_name="kopf-event-"),
             involved_object=client.V1ObjectReference(
-                api_version="metal.racksmith.io/v1alpha1", kind="BareMetalHost",
+                api_version="metal3.io/v1alpha1", kind="BareMetalHost",
                 name="h", namespace="default", uid="u-1"),
                 reason="Logging", message="Handler succeeded.", type="Normal",
                 source=client.V1EventSource(component="kopf"),

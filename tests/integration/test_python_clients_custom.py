@@ -21,7 +21,7 @@ Obj = dict[str, Any]
 
 STORAGE = ("storage.racksmith.io", "v1alpha1", "volumes")
 LOCKS = ("lcm.racksmith.io", "v1alpha1", "nodeworkloadlocks")
-BMH = ("metal.racksmith.io", "v1alpha1", "baremetalhosts")
+BMH = ("metal3.io", "v1alpha1", "baremetalhosts")
 WATCH_SECONDS = 10  # server-side bound of each watch
 pytestmark = pytest.mark.usefixtures("server_process_clean")
 
@@ -52,7 +52,7 @@ def lock(name: str, node: str, controller: str = "ceph") -> Obj:
 
 
 def bmh(name: str, namespace: str, **labels: str) -> Obj:
-    return {"apiVersion": "metal.racksmith.io/v1alpha1", "kind": "BareMetalHost",
+    return {"apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
             "metadata": {"name": name, "namespace": namespace, "labels": labels},
             "spec": {"bmc": {"address": f"redfish://127.0.0.1:8000/{name}",
                              "credentialsName": f"{name}-bmc"},

@@ -44,7 +44,7 @@ BOOTSTRAP_LABEL = "kubernetes.io/bootstrapping"
 
 #: Racksmith's API groups (a unit test checks this against the kinds catalogue).
 RACKSMITH_GROUPS = ("cluster.racksmith.io", "ipam.racksmith.io", "lcm.racksmith.io",
-                    "metal.racksmith.io", "storage.racksmith.io")
+                    "metal.racksmith.io", "metal3.io", "storage.racksmith.io")
 
 READ = ["get", "list", "watch"]
 WRITE = ["create", "delete", "deletecollection", "patch", "update"]
@@ -168,7 +168,7 @@ def bootstrap_objects() -> list[Obj]:
             _rule(["storage.racksmith.io"], ["volumes"], WRITE),
             _rule(["cluster.racksmith.io"], ["clusters/proxy"],
                   ["create", "delete", "patch", "update"]),
-            _rule(["metal.racksmith.io"], ["baremetalhosts"], ["patch", "update"]),
+            _rule(["metal3.io"], ["baremetalhosts"], ["patch", "update"]),
             _rule([""], ["nodes"], ["patch", "update"]),
             _rule([""], ["pods/eviction"], ["create"]),
         ], labels={AGGREGATE_TO_OPERATOR: "true"}),

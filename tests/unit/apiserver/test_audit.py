@@ -21,9 +21,9 @@ NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.UTC)
 
 def record(name: str, verb: str = "create", code: int = 201, user: str = "alice") -> AuditRecord:
     return AuditRecord(attrs=Attributes(verb=verb, resource="baremetalhosts",
-                                        api_group="metal.racksmith.io", api_version="v1alpha1",
+                                        api_group="metal3.io", api_version="v1alpha1",
                                         namespace="default", name=name,
-                                        path=f"/apis/metal.racksmith.io/v1alpha1/namespaces/"
+                                        path=f"/apis/metal3.io/v1alpha1/namespaces/"
                                              f"default/baremetalhosts/{name}"),
                        code=code, received=NOW, user=user, groups=("g",),
                        query_keys=("fieldManager",))
@@ -81,7 +81,7 @@ def test_filters() -> None:
     ev = record("node-01", verb="delete", code=200).event(NOW)
     assert matches(ev, user="alice") and not matches(ev, user="bob")
     for obj in ("baremetalhost/node-01", "baremetalhosts/node-01",
-                "baremetalhosts.metal.racksmith.io/node-01", "baremetalhost"):
+                "baremetalhosts.metal3.io/node-01", "baremetalhost"):
         assert matches(ev, obj=obj), obj
     assert not matches(ev, obj="baremetalhost/node-02")
     assert not matches(ev, obj="secrets")

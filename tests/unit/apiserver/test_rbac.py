@@ -25,8 +25,8 @@ Obj = dict[str, Any]
     ("POST", "/api/v1/namespaces/n/pods/p/eviction", {},
      ("create", "", "pods", "eviction", "n", "p")),
     ("PATCH", "/api/v1/nodes/x/status", {}, ("patch", "", "nodes", "status", "", "x")),
-    ("DELETE", "/apis/metal.racksmith.io/v1alpha1/namespaces/n/baremetalhosts", {},
-     ("deletecollection", "metal.racksmith.io", "baremetalhosts", "", "n", "")),
+    ("DELETE", "/apis/metal3.io/v1alpha1/namespaces/n/baremetalhosts", {},
+     ("deletecollection", "metal3.io", "baremetalhosts", "", "n", "")),
     ("DELETE", "/api/v1/namespaces/n", {}, ("delete", "", "namespaces", "", "n", "n")),
     ("GET", "/api/v1/namespaces", {}, ("list", "", "namespaces", "", "", "")),
     ("GET", "/api/v1/namespaces/n/secrets", {"fieldSelector": "metadata.name=s"},
@@ -123,13 +123,13 @@ NOBODY = Subject("eve", ("system:authenticated",))
 
 def test_view_reads_everything_but_secrets_and_writes_nothing() -> None:
     a = authorizer()
-    assert a.authorize(VIEWER, res("list", "baremetalhosts", "metal.racksmith.io"))
+    assert a.authorize(VIEWER, res("list", "baremetalhosts", "metal3.io"))
     assert a.authorize(VIEWER, res("watch", "machines", "cluster.racksmith.io", ns=""))
     assert a.authorize(VIEWER, res("get", "clusterupdateplans", "lcm.racksmith.io", name="p"))
     assert a.authorize(VIEWER, res("list", "nodes", ns=""))
     assert not a.authorize(VIEWER, res("get", "secrets", name="s"))
     assert not a.authorize(VIEWER, res("list", "secrets"))
-    assert not a.authorize(VIEWER, res("delete", "baremetalhosts", "metal.racksmith.io",
+    assert not a.authorize(VIEWER, res("delete", "baremetalhosts", "metal3.io",
                                        name="h"))
     assert not a.authorize(VIEWER, res("create", "clusterrolebindings",
                                        "rbac.authorization.k8s.io", ns=""))
@@ -140,8 +140,8 @@ def test_operator_does_the_day_two_actions_and_nothing_about_secrets_or_rbac() -
     assert a.authorize(OPERATOR, res("patch", "clusterupdateplans", "lcm.racksmith.io",
                                      name="p"))
     assert a.authorize(OPERATOR, res("create", "gracefulrebootrequests", "lcm.racksmith.io"))
-    assert a.authorize(OPERATOR, res("patch", "baremetalhosts", "metal.racksmith.io", name="h"))
-    assert not a.authorize(OPERATOR, res("delete", "baremetalhosts", "metal.racksmith.io",
+    assert a.authorize(OPERATOR, res("patch", "baremetalhosts", "metal3.io", name="h"))
+    assert not a.authorize(OPERATOR, res("delete", "baremetalhosts", "metal3.io",
                                          name="h"))
     assert not a.authorize(OPERATOR, res("get", "secrets", name="s"))
     assert not a.authorize(OPERATOR, res("create", "clusterrolebindings",

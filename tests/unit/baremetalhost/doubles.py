@@ -126,7 +126,7 @@ def make_ctx(
     }
     meta: dict[str, Any] = {"name": "h", "namespace": "ns", "uid": "uid-1",
                             "annotations": annotations or {}, "generation": 1,
-                            "finalizers": ["metal.racksmith.io/baremetalhost"]}
+                            "finalizers": ["baremetalhost.metal3.io"]}
     if deleting:
         meta["deletionTimestamp"] = datetime(2025, 1, 1, tzinfo=UTC)
     host = BareMetalHost.model_validate({"metadata": meta, "spec": host_spec})

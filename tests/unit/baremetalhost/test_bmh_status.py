@@ -193,5 +193,5 @@ def test_all_controllers_includes_the_host_controller_with_a_provisioner() -> No
     (controller,) = all_controllers(object(), workers=2, provisioner=FixtureProvisioner())
     assert controller.name == "baremetalhost" and controller.workers == 2
     assert [str(s.resource) for s in controller.sources] == [  # type: ignore[attr-defined]
-        "baremetalhosts.metal.racksmith.io", "secrets",
+        "baremetalhosts.metal3.io", "secrets",
         "baremetalhostprofiles.metal.racksmith.io"]

@@ -58,7 +58,7 @@ _STATE_ITEM: dict[str, Any] = {
 
 SAMPLES: dict[str, dict[str, Any]] = {
     "BareMetalHost": {
-        "apiVersion": "metal.racksmith.io/v1alpha1",
+        "apiVersion": "metal3.io/v1alpha1",
         "kind": "BareMetalHost",
         "metadata": _meta("rack1-u12"),
         "spec": {

@@ -19,7 +19,7 @@ KINDS = [pytest.param(k, id=k.info.kind) for k in ALL_KINDS]
 
 # kind -> (group, namespaced), straight from the catalogue.
 CATALOGUE = {
-    "BareMetalHost": ("metal.racksmith.io", True),
+    "BareMetalHost": ("metal3.io", True),
     "BareMetalHostInventory": ("metal.racksmith.io", True),
     "BareMetalHostProfile": ("metal.racksmith.io", True),
     "Subnet": ("ipam.racksmith.io", True),
@@ -215,14 +215,18 @@ def test_volume_backends_are_exactly_one_of() -> None:
 
 def test_bare_metal_host_columns_and_short_name() -> None:
     crd = crd_for(kind_by_name("BareMetalHost"))
-    assert crd["spec"]["names"]["shortNames"] == ["bmh"]
+    assert crd["spec"]["group"] == "metal3.io"
+    assert crd["spec"]["names"]["shortNames"] == ["bmh", "bmhost"]
     columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
-    assert [(c["name"], c["jsonPath"]) for c in columns if not c.get("priority")] == [
-        ("State", ".status.provisioning.state"),
-        ("Consumer", ".spec.consumerRef.name"),
-        ("Online", ".spec.online"),
-        ("Error", ".status.errorType"),
-        ("Age", ".metadata.creationTimestamp"),
+    # Metal3's columns in Metal3's order (baremetalhost_types.go's printcolumns)
+    assert [(c["name"], c["jsonPath"], c["type"], c.get("priority", 0)) for c in columns] == [
+        ("Status", ".status.operationalStatus", "string", 1),
+        ("State", ".status.provisioning.state", "string", 0),
+        ("Consumer", ".spec.consumerRef.name", "string", 0),
+        ("BMC", ".spec.bmc.address", "string", 1),
+        ("Online", ".spec.online", "string", 0),
+        ("Error", ".status.errorType", "string", 0),
+        ("Age", ".metadata.creationTimestamp", "date", 0),
     ]
     state = _schema(kind_by_name("BareMetalHost"))["properties"]["status"]["properties"][
         "provisioning"

@@ -67,6 +67,7 @@ export async function checkToken(t) {
 // --- resource paths ---------------------------------------------------------
 
 const G = {
+  metal3: "/apis/metal3.io/v1alpha1",
   metal: "/apis/metal.racksmith.io/v1alpha1",
   cluster: "/apis/cluster.racksmith.io/v1alpha1",
   lcm: "/apis/lcm.racksmith.io/v1alpha1",
@@ -76,7 +77,7 @@ const G = {
 
 /** Collection paths, all namespaces (namespaced kinds) or cluster scope. */
 export const R = {
-  hosts: `${G.metal}/baremetalhosts`,
+  hosts: `${G.metal3}/baremetalhosts`,
   inventories: `${G.metal}/baremetalhostinventories`,
   profiles: `${G.metal}/baremetalhostprofiles`,
   clusters: `${G.cluster}/clusters`,
