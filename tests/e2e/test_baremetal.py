@@ -204,14 +204,21 @@ def test_bad_input_gets_clear_errors_and_leaves_no_ironic_node(rack: Rack) -> No
     cases = {
         "bad-address": ("redfish-virtualmedia+http://[not-a-host/redfish/v1/Systems/x",
                         some_secret),
-        "bad-scheme": ("carrier-pigeon://127.0.0.1/Systems/1", some_secret),
         "no-secret": ("redfish+http://127.0.0.1:9/redfish/v1/Systems/1", "does-not-exist"),
     }
+    # A scheme Metal3 does not parse never gets in: 422 naming the field and
+    # the supported schemes.
+    refused = rack.kubectl("apply", "-f", "-", check=False, input_text=_bmh(
+        "bad-scheme", "carrier-pigeon://127.0.0.1/Systems/1", some_secret))
+    assert refused.returncode != 0
+    assert 'spec.bmc.address: Invalid value: "carrier-pigeon://' in refused.stderr
+    assert "redfish-virtualmedia" in refused.stderr
+    assert rack.kubectl("get", "bmh", "bad-scheme", check=False).returncode != 0
     for name, (address, secret) in cases.items():
         rack.kubectl("apply", "-f", "-", input_text=_bmh(name, address, secret))
     hosts = rack.wait_hosts(list(cases), lambda h: h.get("status", {}).get("errorType")
                             == "registration error", timeout=120, what="in registration error")
-    assert "carrier-pigeon" in hosts["bad-scheme"]["status"]["errorMessage"]
+    assert "bad host or port" in hosts["bad-address"]["status"]["errorMessage"]
     assert "does-not-exist" in hosts["no-secret"]["status"]["errorMessage"]
     for name in cases:
         assert rack.ironic(f"/v1/nodes/default~{name}")[0] == 404, name
