@@ -97,7 +97,7 @@ def _secret_name(rack: Rack, host: str) -> str:
 
 def test_hosts_enrol_inspect_and_become_available(rack: Rack) -> None:
     out = rack.kubectl("apply", "-f", "-", input_text=_manifest_with_wrong_password(rack))
-    assert out.stdout.count("baremetalhost.metal.racksmith.io") == len(HOSTS)
+    assert out.stdout.count("baremetalhost.metal3.io/") == len(HOSTS)
     good = [h for h in HOSTS if h != WRONG_PASSWORD_HOST]
     hosts = rack.wait_hosts(good, lambda h: state(h) == "available", timeout=420,
                             what="available")

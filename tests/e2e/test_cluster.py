@@ -242,7 +242,7 @@ def test_the_support_dump_holds_no_secret_of_the_demo(
     with tarfile.open(out) as tar:
         files = {m.name: tar.extractfile(m).read().decode()  # type: ignore[union-attr]
                  for m in tar.getmembers() if m.isfile()}
-    assert any(name.endswith("objects/metal.racksmith.io/baremetalhosts.yaml")
+    assert any(name.endswith("objects/metal3.io/baremetalhosts.yaml")
                for name in files)
     assert any(name.endswith("racksmith-agent.log") for name in files)
     secrets = [line.split(",", 1)[0] for line in

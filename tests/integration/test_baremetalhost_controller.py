@@ -45,6 +45,7 @@ from tests.harness.wait import eventually
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 GROUP, VERSION = "metal3.io", "v1alpha1"
+OURS = "metal.racksmith.io"  # the kinds Racksmith adds: profiles, inventories
 PASSWORD = "s3cr3t-Pa55"
 IMAGE = {"url": "http://images.example/os.qcow2", "checksum": "abc", "checksumType": "sha256"}
 
@@ -78,20 +79,20 @@ class Cluster(api.World):
         await self.create(GROUP, "baremetalhosts", body)
 
     async def profile(self, name: str, spec: dict[str, Any], replace: bool = False) -> None:
-        body: dict[str, Any] = {"apiVersion": f"{GROUP}/{VERSION}",
+        body: dict[str, Any] = {"apiVersion": f"{OURS}/{VERSION}",
                                 "kind": "BareMetalHostProfile",
                                 "metadata": {"name": name}, "spec": spec}
         if replace:
             current = await self.custom.get_namespaced_custom_object(
-                GROUP, VERSION, self.ns, "baremetalhostprofiles", name)
+                OURS, VERSION, self.ns, "baremetalhostprofiles", name)
             body["metadata"] = current["metadata"]
             await self.custom.replace_namespaced_custom_object(
-                GROUP, VERSION, self.ns, "baremetalhostprofiles", name, body)
+                OURS, VERSION, self.ns, "baremetalhostprofiles", name, body)
         else:
-            await self.create(GROUP, "baremetalhostprofiles", body)
+            await self.create(OURS, "baremetalhostprofiles", body)
 
     async def read(self, name: str, plural: str = "baremetalhosts") -> dict[str, Any] | None:
-        return await self.get(GROUP, plural, name)
+        return await self.get(GROUP if plural == "baremetalhosts" else OURS, plural, name)
 
     async def patch_host(self, name: str, patch: dict[str, Any]) -> None:
         await self.patch(GROUP, "baremetalhosts", name, patch)
