@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from racksmith.ironic.config import FAKE_HARDWARE, FAKE_INTERFACES
-from racksmith.kinds.bmcaddress import SCHEMES as _SCHEMES
 from racksmith.kinds.bmcaddress import BMCAddressError as KindsAddressError
 from racksmith.kinds.bmcaddress import parse_bmc_address
 from racksmith.provisioner.base import BMCAccess
@@ -47,7 +46,6 @@ class DriverSpec:
 VIRTUAL_MEDIA_BOOT = {"redfish": "redfish-virtual-media",
                       "idrac": "idrac-redfish-virtual-media"}
 """The boot interface of each Redfish-family hardware type's virtual media."""
-SUPPORTED_SCHEMES = list(_SCHEMES)
 
 
 def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> DriverSpec:

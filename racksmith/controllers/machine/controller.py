@@ -352,11 +352,10 @@ class MachineReconciler:
                    if (raw.get("spec") or {}).get("clusterName") == name
                    and not (raw.get("metadata") or {}).get("deletionTimestamp")
                    and "master" in ((raw.get("spec") or {}).get("roles") or [])]
-        ipams = {str((raw.get("metadata") or {}).get("name")): raw
-                 for raw in await self.client.list(IPAMHOSTS, namespace, copy=False)}
         peers: list[Peer] = []
         for machine in masters:
-            netconfig = (ipams.get(machine, {}).get("status") or {}).get("netconfig")
+            ipam = await self.client.get(IPAMHOSTS, namespace, machine) or {}
+            netconfig = (ipam.get("status") or {}).get("netconfig")
             address = control_plane_address(cluster, netconfig)
             if address is not None:
                 peers.append(Peer(machine, address))

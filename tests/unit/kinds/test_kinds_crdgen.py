@@ -182,13 +182,15 @@ def test_printer_columns_point_at_schema_fields(kind_cls: type[Resource]) -> Non
         assert plain in paths, f"{column['name']}: {json_path} is not a field"
 
 
+def _columns(version: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    """A CRD version's printer columns as (name, jsonPath, type, priority)."""
+    return [(c["name"], c["jsonPath"], c["type"], c.get("priority", 0))
+            for c in version["additionalPrinterColumns"]]
+
+
 def test_volume_printer_columns_and_selectable_fields() -> None:
     version = crd_for(kind_by_name("Volume"))["spec"]["versions"][0]
-    columns = [
-        (c["name"], c["jsonPath"], c["type"], c.get("priority", 0))
-        for c in version["additionalPrinterColumns"]
-    ]
-    assert columns == [
+    assert _columns(version) == [
         ("Node", ".spec.nodeName", "string", 0),
         ("StorageClass", ".spec.storageClassName", "string", 0),
         ("Size", ".status.size", "string", 0),
@@ -217,9 +219,8 @@ def test_bare_metal_host_columns_and_short_name() -> None:
     crd = crd_for(kind_by_name("BareMetalHost"))
     assert crd["spec"]["group"] == "metal3.io"
     assert crd["spec"]["names"]["shortNames"] == ["bmh", "bmhost"]
-    columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
     # Metal3's columns in Metal3's order (baremetalhost_types.go's printcolumns)
-    assert [(c["name"], c["jsonPath"], c["type"], c.get("priority", 0)) for c in columns] == [
+    assert _columns(crd["spec"]["versions"][0]) == [
         ("Status", ".status.operationalStatus", "string", 1),
         ("State", ".status.provisioning.state", "string", 0),
         ("Consumer", ".spec.consumerRef.name", "string", 0),
