@@ -22,10 +22,11 @@ Owns, for ``bench/update.py``:
     Ready / release / observedGeneration / ``rebootRequired: true`` (and the
     Machine's ``status.release``, as the Machine controller mirrors it);
     a heartbeat every ``agent_seconds``;
-  - the BareMetalHost controller and the OS boot: BMH annotation
-    ``reboot.metal.racksmith.io/lcm`` → after ``reboot_seconds`` the
-    annotation is removed, the Node gets a new ``bootID`` and the LCMMachine
-    ``rebootRequired: false``;
+  - the BareMetalHost controller and the OS boot: Metal3's keyed reboot
+    annotation ``reboot.metal3.io/<key>`` → the BMH's ``status.poweredOn``
+    false; once the key is removed (by the update controller), after
+    ``reboot_seconds`` the Node gets a new ``bootID``, the BMH
+    ``poweredOn: true`` and the LCMMachine ``rebootRequired: false``;
   - emulated kubelets: Node status (Ready, heartbeat times) every
     ``kubelet_seconds`` (as ``racksmith agent --emulated`` does), silent
     while the node reboots;
@@ -87,7 +88,7 @@ GROUP_LABEL = "lcm.racksmith.io/update-group"
 CLUSTER_LABEL = "cluster.racksmith.io/cluster"
 MACHINE_LABEL = "cluster.racksmith.io/machine"
 RACK_LABEL = "metal.racksmith.io/rack"
-REBOOT_ANNOTATION = "reboot.metal.racksmith.io"
+REBOOT_ANNOTATION = "reboot.metal3.io"
 NODES_PER_RACK = 20
 CREATE_CONCURRENCY = 16
 REQUEST_TIMEOUT = 60.0
@@ -400,6 +401,8 @@ class NodeState:
     lcm_release: str = ""
     applying: str = ""
     rebooting: bool = False
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the held reboot's keys are gone from the BMH."""
     host_rv: int = 0
     """resourceVersion of our last write to the BMH: older events are stale."""
 
@@ -521,28 +524,39 @@ class Simulator:
         name = obj["metadata"]["name"]
         node = name.removeprefix("host-")
         st = self.nodes.get(node)
-        if st is None or kind == "DELETED" or st.rebooting:
+        if st is None or kind == "DELETED":
             return
         with contextlib.suppress(ValueError):
             if int(obj["metadata"].get("resourceVersion") or 0) <= st.host_rv:
                 return
         keys = [k for k in (obj["metadata"].get("annotations") or {})
-                if k == REBOOT_ANNOTATION or k.startswith(REBOOT_ANNOTATION + "/")]
+                if k.startswith(REBOOT_ANNOTATION + "/")]
+        if st.rebooting:
+            if not keys:
+                st.released.set()
+            return
         if keys:
             st.rebooting = True
-            self._spawn(self._reboot(node, name, keys), f"reboot {node}")
+            st.released = asyncio.Event()
+            self._spawn(self._reboot(node, name), f"reboot {node}")
 
-    async def _reboot(self, node: str, host: str, keys: list[str]) -> None:
+    async def _power(self, node: str, host: str, on: bool) -> None:
+        bmh = await self.kube.merge(f"{self.p['hosts']}/{host}/status",
+                                    {"status": {"poweredOn": on}})
+        with contextlib.suppress(ValueError):
+            self.nodes[node].host_rv = int(bmh["metadata"].get("resourceVersion") or 0)
+
+    async def _reboot(self, node: str, host: str) -> None:
+        """Off and held off by the keyed annotation; on again once it is gone."""
         st = self.nodes[node]
         self.reboot_start[node] = time.perf_counter()
         self.reboots[node] += 1
         try:
+            await self._power(node, host, False)
+            await st.released.wait()
             await asyncio.sleep(self.spec.reboot_seconds)
-            bmh = await self.kube.merge(f"{self.p['hosts']}/{host}",
-                                        {"metadata": {"annotations": {k: None for k in keys}}})
-            with contextlib.suppress(ValueError):
-                st.host_rv = int(bmh["metadata"].get("resourceVersion") or 0)
             st.boot_id = str(uuid.uuid4())
+            await self._power(node, host, True)
             await self.api("nodes").merge(f"{self.p['nodes']}/{node}/status",
                                           {"status": node_status(node, st.boot_id, time.time())})
             await self.kube.merge(f"{self.p['lcmmachines']}/{node}/status", {"status": {

@@ -44,6 +44,7 @@ from racksmith.apiserver.satokens import TokenIssuer
 from racksmith.apiserver.service import (
     PATCH_APPLY,
     PATCH_MERGE,
+    AdmissionCheck,
     ListOptions,
     ResourceService,
     WriteOptions,
@@ -122,6 +123,8 @@ class ApiServer:
         = field(default_factory=list)
     public: Callable[[str], bool] = lambda _path: False
     """Paths of ``extra_routes`` served without a token."""
+    admission: list[AdmissionCheck] = field(default_factory=list)
+    """The kinds' own admission checks (the composition root's), after RBAC's."""
 
     def __post_init__(self) -> None:
         self.data_dir = Path(self.config.data_dir)
@@ -149,6 +152,7 @@ class ApiServer:
         self.service.hooks.append(self._observe_rbac)
         self.service.admission.append(self._admit_rbac)
         self.service.admission.append(self._admit_host)
+        self.service.admission.extend(self.admission)
         self.host_restriction = HostRestriction(self._lookup)
         self.sa_tokens: TokenIssuer | None = None
         self.sa_auth: ServiceAccountAuthenticator | None = None

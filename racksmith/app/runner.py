@@ -35,6 +35,7 @@ from racksmith import console, datalock, filemodes
 from racksmith.apiserver.errors import ApiError
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.app import clusterproxy
+from racksmith.app.admission import kind_admission
 from racksmith.app.clusterplanes import AccessReader, planes
 from racksmith.app.clusterproxy import ClusterProxy, Upstreams
 from racksmith.app.identities import LEASE_NAME, LEASE_NAMESPACE, Identities, identity_objects
@@ -270,7 +271,8 @@ class Racksmith:
             extra_routes=[*(console.routes(lambda: self.alertmanager_url) if s.console else []),
                           *self.cluster_proxy.routes()],
             public=lambda path: (s.console and console.is_public(path))
-            or clusterproxy.is_public(path))
+            or clusterproxy.is_public(path),
+            admission=[kind_admission])
         await self.server.start(bootstrap=bootstrap_manifests())
         self._server_started = True
         self.log_rotator = LogRotator(s.data_dir)
@@ -381,7 +383,9 @@ class Racksmith:
             namespace, _, name = ref.partition("/")
             found = await self.server.annotate(
                 BareMetalHost.info.api_version, "BareMetalHost", namespace, name,
-                {DETACHED: f"deployed after the backup restored at {when}",
+                # force: detached whatever state the restored record says (it
+                # may say provisioning: nothing may deploy over the server).
+                {DETACHED: '{"force": true}',
                  DEPLOYED_AFTER_BACKUP: when})
             self.on_step(f"host {ref} was deployed after the restored backup: "
                          + ("detached; see its RecordMatchesHardware condition" if found

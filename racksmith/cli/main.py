@@ -878,6 +878,29 @@ def status(
     raise typer.Exit(code)
 
 
+@app.command("export")
+def export_command(
+    namespace: str = typer.Option(None, "--namespace", "-n",
+                                  help="Only this namespace's hosts (default: all)."),
+    kubeconfig: Path = typer.Option(None, help="Kubeconfig (default DATA/kubeconfig of the "
+                                    "data dir, else $KUBECONFIG)."),
+    data_dir: Path = typer.Option(None, help="State directory (for its kubeconfig)."),
+) -> None:
+    """BareMetalHosts as YAML manifests that recreate them at another site, each
+    carrying its status in Metal3's baremetalhost.metal3.io/status annotation (the
+    recreated host is not inspected again). Secrets are not included."""
+    from racksmith.cli.export import export_hosts
+    from racksmith.runtime.errors import ApiError
+
+    try:
+        hosts = asyncio.run(export_hosts(_management_kubeconfig(kubeconfig, data_dir),
+                                         namespace))
+    except ApiError as exc:
+        print(f"cannot read the hosts: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    sys.stdout.write(yaml.safe_dump_all(hosts, sort_keys=False))
+
+
 @app.command("support-dump")
 def support_dump_command(
     output: Path = typer.Option(None, help="The tarball (default: "

@@ -8,6 +8,8 @@ whose message lists the supported ones) and the provisioner
 (``racksmith.provisioner.ironic_bmc``). As BMO parses them:
 
 - ``ipmi://host[:port]``, or a bare ``host[:port]`` (no scheme: IPMI);
+  ``libvirt://host[:port]/`` (Metal3's development driver: IPMI to a
+  virtual BMC, needing ``bootMACAddress``);
 - ``redfish://``, ``redfish-virtualmedia://``, ``redfish-uefihttp://``,
   ``idrac-redfish://``, ``idrac-virtualmedia://``, each with the ``+http``
   or ``+https`` suffix (the transport; https without one) and the system's
@@ -60,6 +62,7 @@ _REDFISH_FAMILY: dict[str, BMCType] = {
 }
 _OTHERS: dict[str, BMCType] = {
     "ipmi": BMCType("ipmi"),
+    "libvirt": BMCType("ipmi"),
     "fake": BMCType("fake-hardware"),
     "fake+http": BMCType("racksmith-fake"),
     "fake+https": BMCType("racksmith-fake"),

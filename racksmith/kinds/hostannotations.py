@@ -11,14 +11,26 @@ annotate``:
 - ``baremetalhost.metal3.io/paused``: do nothing at all (whatever its value:
   a value another controller set, such as Cluster API's, is kept);
 - ``baremetalhost.metal3.io/detached``: release the host from the backend
-  without touching the server (power and disks untouched);
-- ``reboot.metal.racksmith.io`` (or ``reboot.metal.racksmith.io/<who>``):
-  power-cycle once, then the annotation is removed (Racksmith's, until
-  Metal3's keyed ``reboot.metal3.io/<key>``, which keeps the host off until
-  every key is gone, is served);
+  without touching the server (power and disks untouched); its value is
+  ``""`` or JSON ``{"deleteAction": "delay"|"delete", "force": bool}``
+  (``detach_arguments``): ``delay`` keeps a deleted detached host (and its
+  finalizer) until the annotation is removed, ``force`` detaches a host
+  in any state, not only once settled;
+- ``baremetalhost.metal3.io/status``: a JSON copy of ``.status`` (written by
+  ``racksmith export``); a host created with it and no status takes that
+  status (so it is not inspected again), then the annotation is removed;
+- ``reboot.metal3.io``: power-cycle once (off, the annotation removed, on
+  again if ``online``); ``reboot.metal3.io/<key>``: power off and stay off
+  until every keyed annotation is removed by whoever set it (several clients
+  can hold one host off; Racksmith's graceful reboots use
+  ``reboot.metal3.io/racksmith-lcm``). The value is ``""`` or JSON
+  ``{"mode": "hard"|"soft"}`` (``reboot_mode``);
 - ``inspect.metal3.io``: re-inspect an available host (removed once the
   backend accepts it); the value ``disabled`` skips inspection at
-  registration.
+  registration (as ``spec.inspectionMode: disabled`` does);
+- ``inspect.metal3.io/hardwaredetails``: the hardware details (JSON, the
+  shape of ``status.hardware``) of a host whose inspection is disabled;
+  taken into the status at registration, then removed.
 
 The BareMetalHost controller writes
 ``baremetalhost.metal.racksmith.io/rendered-layout`` (the disk layout of the
@@ -27,13 +39,16 @@ profile, as deployed) and Metal3's finalizer ``baremetalhost.metal3.io``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 METAL3_PREFIX = "baremetalhost.metal3.io"
 GROUP_PREFIX = "baremetalhost.metal.racksmith.io"
 """Racksmith's own host annotations."""
 PAUSED = f"{METAL3_PREFIX}/paused"
 DETACHED = f"{METAL3_PREFIX}/detached"
+STATUS = f"{METAL3_PREFIX}/status"
 DEPLOYED_AFTER_BACKUP = f"{GROUP_PREFIX}/deployed-after-restored-backup"
 """Set (with DETACHED) by ``racksmith up`` after a restore on a host Ironic
 had deployed that the restored backup knew as not deployed; its value says
@@ -41,8 +56,11 @@ when. The BareMetalHost controller reports it as condition
 ``RecordMatchesHardware`` False; remove both annotations once checked."""
 RECORD_MATCHES_HARDWARE = "RecordMatchesHardware"
 RENDERED_LAYOUT = f"{GROUP_PREFIX}/rendered-layout"
-REBOOT = "reboot.metal.racksmith.io"
+REBOOT = "reboot.metal3.io"
+REBOOT_HARD = "hard"
+REBOOT_SOFT = "soft"
 INSPECT = "inspect.metal3.io"
+HARDWARE_DETAILS = f"{INSPECT}/hardwaredetails"
 INSPECT_DISABLED = "disabled"
 FINALIZER = "baremetalhost.metal3.io"
 
@@ -55,9 +73,62 @@ def is_detached(annotations: Mapping[str, str]) -> bool:
     return DETACHED in annotations
 
 
+@dataclass(frozen=True)
+class DetachArguments:
+    """The detached annotation's value."""
+
+    delete_action: str = "delete"
+    """``delay``: a deleted detached host waits; ``delete``: it goes at once."""
+    force: bool = False
+
+
+DETACH_DELETE_ACTIONS = ("delay", "delete")
+
+
+def detach_arguments(value: str) -> DetachArguments | None:
+    """The detached annotation's arguments, or None when the value is not
+    valid (refused at admission)."""
+    if not value.strip():
+        return DetachArguments()
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or set(parsed) - {"deleteAction", "force"}:
+        return None
+    action = parsed.get("deleteAction", "delete")
+    force = parsed.get("force", False)
+    if action not in DETACH_DELETE_ACTIONS or not isinstance(force, bool):
+        return None
+    return DetachArguments(action, force)
+
+
 def reboot_keys(annotations: Mapping[str, str]) -> list[str]:
-    """The reboot annotations present (all are removed by one power cycle)."""
+    """The reboot annotations present, unkeyed and keyed."""
     return sorted(k for k in annotations if k == REBOOT or k.startswith(REBOOT + "/"))
+
+
+def held_off_by(annotations: Mapping[str, str]) -> list[str]:
+    """The keyed reboot annotations (``reboot.metal3.io/<key>``): while any
+    is present the host stays powered off."""
+    return sorted(k for k in annotations if k.startswith(REBOOT + "/"))
+
+
+def reboot_mode(value: str) -> str | None:
+    """The mode a reboot annotation's value asks for (``hard`` or ``soft``;
+    ``""`` is ``hard`` in Racksmith), or None when the value is not valid
+    (refused at admission, so only seen on hosts stored before)."""
+    if not value.strip():
+        return REBOOT_HARD
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict) or set(parsed) - {"mode", "force"} \
+            or not isinstance(parsed.get("force", False), bool):
+        return None
+    mode = parsed.get("mode") or REBOOT_HARD
+    return mode if mode in (REBOOT_HARD, REBOOT_SOFT) else None
 
 
 def is_inspection_disabled(annotations: Mapping[str, str]) -> bool:

@@ -4,7 +4,8 @@ Racksmith's BareMetalHostInventory.
 Owns BareMetalHost (a server managed through its BMC) in Metal3's group
 ``metal3.io/v1alpha1`` with Metal3's short names, printer columns and
 finalizer, so a Metal3 site's manifests and ``kubectl get bmh`` habits carry
-over, and BareMetalHostInventory (the inspection report of one host) in
+over, Metal3's HardwareData (a host's hardware, named as its host), and
+BareMetalHostInventory (the inspection report of one host) in
 Racksmith's ``metal.racksmith.io``. BareMetalHostProfile, of Racksmith's
 group too, lives in ``hostprofile``; what Racksmith adds refers to a host by
 name.
@@ -110,6 +111,7 @@ class ChecksumType(DocEnum):
     MD5 = "md5", "MD5."
     SHA256 = "sha256", "SHA-256."
     SHA512 = "sha512", "SHA-512."
+    AUTO = "auto", "Told by the checksum's length (as when no type is given)."
 
 
 class ImageFormat(DocEnum):
@@ -117,7 +119,24 @@ class ImageFormat(DocEnum):
 
     RAW = "raw", "Raw disk image."
     QCOW2 = "qcow2", "QEMU copy-on-write image."
+    VDI = "vdi", "VirtualBox disk image."
+    VMDK = "vmdk", "VMware disk image."
     LIVE_ISO = "live-iso", "Bootable ISO, booted by virtual media without writing to disk."
+
+
+class InspectionMode(DocEnum):
+    """How the host is inspected at registration (Metal3's ``inspectionMode``)."""
+
+    DISABLED = "disabled", "Not inspected: hardware details come from the " \
+        "inspect.metal3.io/hardwaredetails annotation, or stay empty."
+    AGENT = "agent", "Booted into the inspection ramdisk (the default but for Redfish BMCs)."
+    FAST = "fast", "Out-of-band, through the BMC only (Redfish BMCs; refused on others)."
+
+
+class CustomDeploy(RacksmithModel):
+    """A custom deploy step instead of writing an image (refused: not supported by Racksmith)."""
+
+    method: str = Field(description="The custom deploy step's name.")
 
 
 class BMCDetails(RacksmithModel):
@@ -152,6 +171,9 @@ class Image(RacksmithModel):
     )
     checksum_type: ChecksumType | None = Field(default=None, description="Checksum algorithm.")
     format: ImageFormat | None = Field(default=None, description="Disk format of the image.")
+    oci_auth_secret_name: str | None = Field(
+        default=None, description="Secret with the credentials of an oci:// registry "
+        "(refused: oci:// images are not supported by Racksmith).")
 
 
 class RootDeviceHints(RacksmithModel):
@@ -249,7 +271,8 @@ class BareMetalHostSpec(RacksmithModel):
         default=None, description="How to choose the root disk."
     )
     raid: RAIDConfig | None = Field(default=None, description="RAID volumes to build.")
-    firmware: FirmwareConfig | None = Field(default=None, description="BIOS settings.")
+    firmware: FirmwareConfig | None = Field(
+        default=None, description="Refused, as Metal3 refuses it: use HostFirmwareSettings.")
     consumer_ref: ObjectReference | None = Field(
         default=None, description="The object (usually a Machine) that uses this host."
     )
@@ -260,6 +283,26 @@ class BareMetalHostSpec(RacksmithModel):
         default=AutomatedCleaningMode.METADATA, description="Disk cleaning mode."
     )
     description: str | None = Field(default=None, description="Free text for the operator.")
+    hardware_profile: str | None = Field(
+        default=None, description="Metal3's legacy hardware profile name: accepted and "
+        "without effect, as in Metal3 (Racksmith's disk layouts: spec.profile).")
+    inspection_mode: InspectionMode | None = Field(
+        default=None, description="disabled, agent (boot the ramdisk) or fast (out-of-band, "
+        "Redfish only); empty: out-of-band for Redfish BMCs, the ramdisk for others.")
+    architecture: str | None = Field(
+        default=None, description="CPU architecture of the host; Racksmith deploys x86_64 only.")
+    custom_deploy: CustomDeploy | None = Field(
+        default=None, description="Refused: not supported by Racksmith.")
+    preprovisioning_network_data_name: str | None = Field(
+        default=None, description="Refused: the ramdisk's network comes from Racksmith's IPAM.")
+    disable_power_off: bool = Field(
+        default=False, description="Never power the host off (true is refused: not "
+        "supported by Racksmith).")
+    network_interfaces: list[dict[str, Any]] = Field(
+        default_factory=list, description="Refused when not empty: not supported by Racksmith.")
+    taints: list[dict[str, Any]] = Field(
+        default_factory=list, description="Deprecated in Metal3, never implemented there; "
+        "refused when not empty.")
     profile: str | None = Field(
         default=None,
         description="Name of a BareMetalHostProfile in the same namespace: the disk layout, "
@@ -439,3 +482,37 @@ class BareMetalHostInventory(Resource):
 
     spec: BareMetalHostInventorySpec = Field(description="Which host is described.")
     status: BareMetalHostInventoryStatus | None = Field(default=None, description="The report.")
+
+
+# --- HardwareData ------------------------------------------------------------
+
+
+class HardwareDataSpec(RacksmithModel):
+    """The hardware details of the host of the same name."""
+
+    hardware: HardwareDetails | None = Field(
+        default=None, description="The host's hardware details, as inspected.")
+
+
+class HardwareData(Resource):
+    """Metal3's record of a host's inspected hardware, named as its host.
+
+    Written when the host is inspected and rebuilt (from the host's
+    BareMetalHostInventory) when deleted; a HardwareData applied before its
+    host is created gives the host its hardware, so it is not inspected.
+    Linked to its host by name; its owner reference (to the host's UID) only
+    lets the host's deletion take it along.
+    """
+
+    info: ClassVar[KindInfo] = KindInfo(
+        group=METAL3_GROUP,
+        kind="HardwareData",
+        plural="hardwaredata",
+        namespaced=True,
+        short_names=("hd",),
+        categories=CATEGORIES,
+        printer_columns=(age_column(),),
+    )
+
+    spec: HardwareDataSpec = Field(default_factory=HardwareDataSpec,
+                                   description="The hardware details.")

@@ -25,12 +25,13 @@ from racksmith.kinds.maintenance import (
     NodeMaintenanceRequest,
     NodeWorkloadLock,
 )
-from racksmith.kinds.metal import BareMetalHost, BareMetalHostInventory
+from racksmith.kinds.metal import BareMetalHost, BareMetalHostInventory, HardwareData
 from racksmith.kinds.storage import Volume
 
 ALL_KINDS: tuple[type[Resource], ...] = (
     BareMetalHost,
     BareMetalHostInventory,
+    HardwareData,
     BareMetalHostProfile,
     Subnet,
     IPaddr,

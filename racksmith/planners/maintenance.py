@@ -49,8 +49,10 @@ CORDONED_BY = f"{PREFIX}cordoned-by"
 RELEASE_ANNOTATION = f"{PREFIX}release"
 """On a Machine: the ClusterRelease its LCMMachine must render."""
 UPDATE_GROUP_LABEL = f"{PREFIX}update-group"
-BMH_REBOOT_ANNOTATION = "reboot.metal.racksmith.io/lcm"
-"""On a BareMetalHost: power-cycle once (removed by the BareMetalHost controller)."""
+BMH_REBOOT_ANNOTATION = "reboot.metal3.io/racksmith-lcm"
+"""On a BareMetalHost: Metal3's keyed reboot. The BareMetalHost controller
+powers the host off and keeps it off while the annotation is there; the
+flow removes it once the host reads off, and the host powers on again."""
 
 PLAN_OWNER_PREFIX = "plan"
 REBOOT_OWNER_PREFIX = "reboot"
@@ -286,6 +288,9 @@ class NodeObserved:
     lcm: LcmView | None = None
     bmh: str | None = None
     bmh_reboot_pending: bool = False
+    """The BareMetalHost carries ``BMH_REBOOT_ANNOTATION``."""
+    bmh_powered_on: bool | None = None
+    """The BareMetalHost's ``status.poweredOn`` (None: not known)."""
     timings: MaintenanceTimings = field(default_factory=MaintenanceTimings)
     """How long to wait in each state (the defaults unless the caller says)."""
 
@@ -344,6 +349,13 @@ class RequestReboot:
 
 
 @dataclass(frozen=True)
+class ReleaseReboot:
+    """Remove ``BMH_REBOOT_ANNOTATION`` from BMH ``bmh`` (it reads powered off)."""
+
+    bmh: str
+
+
+@dataclass(frozen=True)
 class Uncordon:
     """Remove cordoned-by; unless ``keep_cordoned``, patch ``spec.unschedulable: false``."""
 
@@ -356,7 +368,7 @@ class Wait:
 
 
 Action = (CreateRequest | Cordon | StartDrain | Evict | SetRelease | RecordReboot
-          | RequestReboot | Uncordon | Wait)
+          | RequestReboot | ReleaseReboot | Uncordon | Wait)
 
 
 @dataclass(frozen=True)
@@ -517,6 +529,11 @@ def _reboot(obs: NodeObserved, req: RequestView) -> Decision | None:
         return _at(NodeState.REBOOTING, "recording the boot ID", 70, 0.0,
                    RecordReboot(node.boot_id))
     if node.boot_id and node.boot_id != recorded:
+        if obs.bmh_reboot_pending and obs.bmh is not None:
+            # Booted again with the key still on the host (released late, or
+            # the host was cycled by someone else): the key is never left behind.
+            return _at(NodeState.REBOOTING, f"releasing BareMetalHost {obs.bmh}", 80, 0.0,
+                       ReleaseReboot(obs.bmh))
         return None  # booted again since the reboot was recorded
     if obs.bmh is None:
         return _at(NodeState.REBOOTING, f"Machine {obs.job.machine} has no BareMetalHost",
@@ -526,7 +543,10 @@ def _reboot(obs: NodeObserved, req: RequestView) -> Decision | None:
         return _at(NodeState.REBOOTING, f"requesting a reboot of BareMetalHost {obs.bmh}", 70,
                    0.0, RequestReboot(obs.bmh, obs.now))
     if obs.bmh_reboot_pending:
-        return _at(NodeState.REBOOTING, f"waiting for BareMetalHost {obs.bmh} to power-cycle",
+        if obs.bmh_powered_on is False:
+            return _at(NodeState.REBOOTING, f"BareMetalHost {obs.bmh} is off, powering it on",
+                       75, 0.0, ReleaseReboot(obs.bmh))
+        return _at(NodeState.REBOOTING, f"waiting for BareMetalHost {obs.bmh} to power off",
                    75, obs.timings.poll)
     waited = (obs.now - requested).total_seconds()
     retry = obs.timings.reboot_retry

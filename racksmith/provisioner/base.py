@@ -70,6 +70,10 @@ class BMCAccess:
     disable_certificate_verification: bool = False
     boot_mac_address: str | None = None
     boot_mode: str = "UEFI"
+    inspection: str = ""
+    """``spec.inspectionMode``: ``agent`` boots the ramdisk to inspect even
+    where the BMC could tell out-of-band (Redfish); ``""`` or ``fast``: the
+    backend's default for the BMC (out-of-band for Redfish)."""
 
 
 @dataclass(frozen=True)
@@ -169,8 +173,10 @@ class Provisioner(Protocol):
     async def adopt(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         """Take over an externally provisioned host without touching its disk."""
 
-    async def power(self, host: HostIdentity, on: bool) -> Result:
-        """Power on/off. done = the BMC reports the requested state."""
+    async def power(self, host: HostIdentity, on: bool, *, soft: bool = False) -> Result:
+        """Power on/off. done = the BMC reports the requested state.
+        ``soft``: power off through the operating system (ACPI), as
+        ``reboot.metal3.io`` ``{"mode": "soft"}`` asks."""
 
     async def power_state(self, host: HostIdentity) -> bool | None:
         """True/False from the BMC; None if unknown."""

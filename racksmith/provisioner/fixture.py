@@ -288,7 +288,7 @@ class FixtureProvisioner:
         node.state, node.deployed = "active", request
         return Result(done=True, dirty=True)
 
-    async def power(self, host: HostIdentity, on: bool) -> Result:
+    async def power(self, host: HostIdentity, on: bool, *, soft: bool = False) -> Result:
         self._enter(host, "power")
         node = self._registered(host, ErrorKind.POWER)
         if isinstance(node, Result):

@@ -435,7 +435,7 @@ class IronicProvisioner:
     # --- power --------------------------------------------------------------
 
     @_backend_errors
-    async def power(self, host: HostIdentity, on: bool) -> Result:
+    async def power(self, host: HostIdentity, on: bool, *, soft: bool = False) -> Result:
         name = host.node_name
         node = await self.client.get_node(name)
         if node is None:
@@ -444,11 +444,12 @@ class IronicProvisioner:
             return Result.wait(self.timings.power_poll)
         if st.power_on(node.get("power_state")) is on:
             return Result.ok()
-        return await self._power_action(name, on)
+        return await self._power_action(name, on, soft=soft)
 
-    async def _power_action(self, name: str, on: bool) -> Result:
+    async def _power_action(self, name: str, on: bool, *, soft: bool = False) -> Result:
+        target = "power on" if on else "soft power off" if soft else "power off"
         try:
-            await self.client.set_power_state(name, "power on" if on else "power off")
+            await self.client.set_power_state(name, target)
         except IronicAPIError as exc:
             return self._api_failure(exc, ErrorKind.POWER)
         self._log.info("power change requested", host=name, on=on)

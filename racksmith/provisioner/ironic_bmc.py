@@ -105,10 +105,11 @@ def parse_bmc(bmc: BMCAccess, *, deploy_iso: str | None, ipmi_enabled: bool) -> 
     # PXE/DHCP network here), or by UEFI HTTP for redfish-uefihttp://.
     boot = "redfish-https" if parsed.type.boot == "uefi-http" else VIRTUAL_MEDIA_BOOT[hardware]
     dell = hardware == "idrac"
+    out_of_band = "idrac-redfish" if dell else "redfish"
     return DriverSpec(
         driver=hardware,
         interfaces={"boot": boot, "deploy": "direct",
-                    "inspect": "idrac-redfish" if dell else "redfish",
+                    "inspect": "agent" if bmc.inspection == "agent" else out_of_band,
                     "management": "idrac-redfish" if dell else "redfish",
                     "power": "idrac-redfish" if dell else "redfish"},
         driver_info=info,

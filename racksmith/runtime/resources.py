@@ -22,9 +22,10 @@ def resource_of(kind: type[Kind]) -> Resource:
     return Resource(info.group, info.version, info.plural)
 
 
-# metal.racksmith.io
+# metal3.io (hosts), metal.racksmith.io
 HOSTS = resource_of(metal.BareMetalHost)
 INVENTORIES = resource_of(metal.BareMetalHostInventory)
+HARDWARE_DATA = resource_of(metal.HardwareData)
 PROFILES = resource_of(hostprofile.BareMetalHostProfile)
 
 # ipam.racksmith.io
@@ -74,6 +75,7 @@ __all__ = [
     "CLUSTER_LOCKS",
     "CMRS",
     "CONFIG_MAPS",
+    "HARDWARE_DATA",
     "HOSTS",
     "INVENTORIES",
     "IPADDRS",

@@ -81,6 +81,15 @@ class Rack:
                                  f"{self.server.log()[-4000:]}")
         return res
 
+    def racksmith(self, *args: str, timeout: float = 120) -> str:
+        """``racksmith ARGS`` against this rack (its kubeconfig); stdout."""
+        res = subprocess.run([sys.executable, "-m", "racksmith.cli.main", *args,
+                              "--kubeconfig", str(self.kubeconfig or self.server.kubeconfig)],
+                             capture_output=True, text=True, timeout=timeout)
+        if res.returncode != 0:
+            raise AssertionError(f"racksmith {' '.join(args)}: {res.stderr}")
+        return res.stdout
+
     def get(self, *args: str) -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
 

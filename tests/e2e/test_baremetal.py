@@ -25,6 +25,7 @@ import json
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +37,9 @@ from tests.harness.files import loose_modes
 
 HOSTS = [f"host-{i:03d}" for i in range(6)]
 WRONG_PASSWORD_HOST = "host-005"
+METAL3 = Path(__file__).resolve().parent / "manifests" / "metal3"
+"""Metal3's own manifests: its generator's output and BMO's examples (README there)."""
+GENERATED_ADDRESS = "redfish+http://192.0.2.1:8000/redfish/v1/Systems/worker-0"
 
 PROFILE = """\
 apiVersion: metal.racksmith.io/v1alpha1
@@ -83,12 +87,41 @@ def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rack]:
         r.stop()
 
 
-def _manifest_with_wrong_password(rack: Rack) -> str:
-    docs = list(yaml.safe_load_all((rack.data_dir / "emulated-hosts.yaml").read_text()))
-    for doc in docs:
-        if doc and doc["kind"] == "Secret" and WRONG_PASSWORD_HOST in doc["metadata"]["name"]:
-            doc["data"]["password"] = base64.b64encode(b"not-the-password").decode()
-    return yaml.safe_dump_all(docs)
+def _emulated(rack: Rack) -> dict[str, tuple[str, str, str, str]]:
+    """Each emulated server's (BMC address, username, password, boot MAC), the
+    credentials base64 as in a Secret, from the emulator's own manifest."""
+    docs = [d for d in yaml.safe_load_all((rack.data_dir / "emulated-hosts.yaml").read_text())
+            if d]
+    secrets = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "Secret"}
+    return {d["metadata"]["name"]: (
+        d["spec"]["bmc"]["address"], secrets[d["spec"]["bmc"]["credentialsName"]]["username"],
+        secrets[d["spec"]["bmc"]["credentialsName"]]["password"], d["spec"]["bootMACAddress"])
+        for d in docs if d["kind"] == "BareMetalHost"}
+
+
+def _pointed_at(text: str, server: tuple[str, str, str, str], *, address: str,
+                username: str, password: str, mac: str | None = None) -> str:
+    """A Metal3 manifest ``text`` with only its BMC address, credentials and boot
+    MAC replaced by the emulated ``server``'s."""
+    new_address, new_user, new_password, new_mac = server
+    text = text.replace(address, new_address).replace(f"username: {username}",
+                                                       f"username: {new_user}")
+    text = text.replace(f"password: {password}", f"password: {new_password}")
+    return text.replace(mac, new_mac) if mac else text
+
+
+def _generated(rack: Rack) -> str:
+    """Metal3's generator's output (make-bm-worker) for every emulated server,
+    each named as its server; one with a wrong password."""
+    golden = (METAL3 / "make-bm-worker.yaml").read_text()
+    out = []
+    for name, server in sorted(_emulated(rack).items()):
+        if name == WRONG_PASSWORD_HOST:
+            server = (*server[:2], base64.b64encode(b"not-the-password").decode(), server[3])
+        out.append(_pointed_at(golden, server, address=GENERATED_ADDRESS,
+                               username="YWRtaW4=", password="cGFzc3dvcmQ=",
+                               mac="52:54:00:12:34:56").replace("worker-0", name))
+    return "".join(out)
 
 
 def _secret_name(rack: Rack, host: str) -> str:
@@ -96,7 +129,9 @@ def _secret_name(rack: Rack, host: str) -> str:
 
 
 def test_hosts_enrol_inspect_and_become_available(rack: Rack) -> None:
-    out = rack.kubectl("apply", "-f", "-", input_text=_manifest_with_wrong_password(rack))
+    """The hosts are what Metal3's generator writes, applied unchanged but for
+    the BMC address, credentials and boot MAC."""
+    out = rack.kubectl("apply", "-f", "-", input_text=_generated(rack))
     assert out.stdout.count("baremetalhost.metal3.io/") == len(HOSTS)
     good = [h for h in HOSTS if h != WRONG_PASSWORD_HOST]
     hosts = rack.wait_hosts(good, lambda h: state(h) == "available", timeout=420,
@@ -306,3 +341,133 @@ def test_sigkill_while_provisioning_converges_with_one_deploy_per_host(rack: Rac
         assert _disk_holds(rack, name, data), name
         assert hosts[name]["status"]["errorCount"] == \
             before[name]["status"].get("errorCount", 0), hosts[name]["status"]
+
+
+def _annotate(rack: Rack, name: str, changes: dict[str, str | None]) -> None:
+    rack.kubectl("patch", "bmh", name, "--type=merge", "-p",
+                 json.dumps({"metadata": {"annotations": changes}}))
+
+
+def _ironic_power(rack: Rack, name: str) -> str | None:
+    code, node = rack.ironic(f"/v1/nodes/default~{name}?fields=power_state")
+    assert code == 200, code
+    return str(node["power_state"]) if node["power_state"] else None
+
+
+def test_a_metal3_site_moves_in_unchanged(rack: Rack) -> None:
+    """On the servers the tests above left (one freed by the deletion, one
+    provisioned): BMO's own examples, the keyed reboot, detach, the status
+    annotation of an exported host, a paused host."""
+    freed, provisioned = HOSTS[2], HOSTS[1]
+    servers = _emulated(rack)
+    # BMO's example host, pointed at the freed server: registered, inspected, available.
+    example = _pointed_at((METAL3 / "examples" / "example-host.yaml").read_text(),
+                          servers[freed], address="ipmi://192.168.122.1:6233",
+                          username="YWRtaW4=", password="MWYyZDFlMmU2N2Rm")
+    rack.kubectl("apply", "-f", "-", input_text=example)
+    # Its bad-credentials sibling, unchanged: a registration error, no Ironic node.
+    rack.kubectl("create", "namespace", "metal3-examples")
+    bad = METAL3 / "examples" / "example-host-bad-credentials.yaml"
+    rack.kubectl("apply", "-n", "metal3-examples", "-f", str(bad))
+    # worker-0.yaml's BMC (libvirt, 192.168.122.1) and image are not reachable from
+    # here: the API takes it as it is, nothing is created.
+    rack.kubectl("create", "namespace", "openshift-machine-api")
+    rack.kubectl("apply", "--dry-run=server", "-n", "openshift-machine-api", "-f",
+                 str(METAL3 / "examples" / "worker-0.yaml"))
+    bad_hosts = json.loads(rack.kubectl("get", "bmh", "-n", "metal3-examples", "-o",
+                                        "json").stdout)["items"]
+    assert [h["metadata"]["name"] for h in bad_hosts] == ["example-baremetalhost"]
+    name = "example-baremetalhost"
+    hosts = rack.wait_hosts([name], lambda h: state(h) == "available", timeout=420,
+                            what="available")
+    inspected = hosts[name]["status"]["operationHistory"]["inspect"]
+    assert inspected["end"]
+
+    # A paused host is left alone: told to power off, it stays on while the
+    # controller works on the other host below.
+    rack.wait_hosts([name], lambda h: h["status"].get("poweredOn") is True, timeout=120,
+                    what="powered on (online: true)")
+    _annotate(rack, name, {"baremetalhost.metal3.io/paused": "metal3.io/capm3"})
+    rack.kubectl("patch", "bmh", name, "--type=merge", "-p", '{"spec":{"online":false}}')
+
+    # Metal3's keyed reboot: off until every key is gone.
+    _annotate(rack, provisioned, {"reboot.metal3.io/a": '{"mode":"hard"}',
+                                  "reboot.metal3.io/b": ""})
+    rack.wait_hosts([provisioned], lambda h: h["status"].get("poweredOn") is False,
+                    timeout=120, what="off for the keyed reboot")
+    # One key goes; the unkeyed reboot asked with it is consumed (so the
+    # controller has seen the change), and the host is still off.
+    _annotate(rack, provisioned, {"reboot.metal3.io/a": None, "reboot.metal3.io": ""})
+    rack.wait_hosts([provisioned], lambda h: "reboot.metal3.io" not in
+                    h["metadata"].get("annotations", {}), timeout=120,
+                    what="with the unkeyed reboot consumed")
+    host = rack.hosts()[provisioned]
+    assert "reboot.metal3.io/b" in host["metadata"]["annotations"]
+    assert host["status"]["poweredOn"] is False and _ironic_power(rack, provisioned) == \
+        "power off"
+    _annotate(rack, provisioned, {"reboot.metal3.io/b": None})
+    rack.wait_hosts([provisioned], lambda h: h["status"].get("poweredOn") is True,
+                    timeout=120, what="on again once the last key is gone")
+
+    # Detached: out of Ironic, the server untouched; attached again: adopted,
+    # not deployed again.
+    written = rack.agent_status()[provisioned]["images_written"]
+    _annotate(rack, provisioned, {"baremetalhost.metal3.io/detached": ""})
+    rack.wait_hosts([provisioned], lambda h: h["status"].get("operationalStatus")
+                    == "detached", timeout=120, what="detached")
+    assert rack.ironic(f"/v1/nodes/default~{provisioned}")[0] == 404
+    assert state(rack.hosts()[provisioned]) == "provisioned"
+    _, data = _image(rack)[1:]
+    assert _disk_holds(rack, provisioned, data)
+    _annotate(rack, provisioned, {"baremetalhost.metal3.io/detached": None})
+    rack.wait_hosts([provisioned], lambda h: h["status"].get("operationalStatus") == "OK"
+                    and state(h) == "provisioned", timeout=180, what="attached again")
+    deadline = time.monotonic() + 180
+    node: dict[str, Any] | None = None
+    while time.monotonic() < deadline:  # registered again, then adopted
+        code, node = rack.ironic(f"/v1/nodes/default~{provisioned}")
+        if code == 200 and node and node["provision_state"] == "active":
+            break
+        time.sleep(1.0)
+    assert node and node["provision_state"] == "active", node
+    assert rack.agent_status()[provisioned]["images_written"] == written
+
+    # The paused host was left alone all along; unpaused, it powers off.
+    host = rack.hosts()[name]
+    assert host["metadata"]["annotations"]["baremetalhost.metal3.io/paused"] == \
+        "metal3.io/capm3"
+    assert host["status"]["poweredOn"] is True and _ironic_power(rack, name) == "power on"
+    _annotate(rack, name, {"baremetalhost.metal3.io/paused": None})
+    rack.wait_hosts([name], lambda h: h["status"].get("poweredOn") is False, timeout=120,
+                    what="off once unpaused")
+
+    # Moved: exported with its status, deleted, created again from the export —
+    # registered and cleaned, not inspected again.
+    exported = rack.racksmith("export", "-n", "default")
+    (doc,) = [d for d in yaml.safe_load_all(exported) if d["metadata"]["name"] == name]
+    assert "baremetalhost.metal3.io/status" in doc["metadata"]["annotations"]
+    before = hosts[name]["status"]
+    rack.kubectl("delete", "bmh", name, "--timeout=300s", timeout=330)
+    assert rack.ironic(f"/v1/nodes/default~{name}")[0] == 404
+    rack.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(doc))
+    moved = rack.wait_hosts([name], lambda h: state(h) == "available"
+                            and "baremetalhost.metal3.io/status" not in
+                            h["metadata"].get("annotations", {}), timeout=420,
+                            what="available again")[name]
+    assert moved["status"]["operationHistory"]["inspect"] == inspected
+    assert moved["status"]["hardware"] == before["hardware"]
+    reasons = [e["reason"] for e in rack.events_for(name)
+               if e["involvedObject"].get("uid") == moved["metadata"]["uid"]]
+    assert "StatusRestored" in reasons and "InspectionComplete" not in reasons, reasons
+
+    bad_host: dict[str, Any] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not bad_host.get("status", {}).get("errorType"):
+        bad_host = json.loads(rack.kubectl("get", "bmh", "-n", "metal3-examples", name, "-o",
+                                           "json").stdout)
+        time.sleep(0.5)
+    assert bad_host["status"]["errorType"] == "registration error", bad_host.get("status")
+    assert "password" in bad_host["status"]["errorMessage"]
+    assert rack.ironic(f"/v1/nodes/metal3-examples~{name}")[0] == 404
+    rack.kubectl("delete", "namespace", "metal3-examples", "openshift-machine-api",
+                 "--timeout=120s")

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +231,21 @@ def test_racksmith_status_says_ready(rack: Rack, ready: dict[str, dict[str, Any]
     assert "cluster default/demo: Ready" in res.stdout
     assert "control plane: 3/3 Ready" in res.stdout
     assert "!" not in res.stdout
+
+
+def test_racksmith_up_piped_prints_plain_lines(rack: Rack,
+                                               ready: dict[str, dict[str, Any]]) -> None:
+    """``racksmith up`` (what ``make up`` runs) with its output piped, as the
+    demo rack runs it: plain lines, no terminal control sequence; the pty's
+    live display is test_make_up_display's."""
+    deadline = time.monotonic() + 60
+    text = rack.server.log()
+    while "the cluster is Ready" not in text and time.monotonic() < deadline:
+        time.sleep(0.5)
+        text = rack.server.log()
+    assert "machines Ready — the cluster is Ready" in text, text[-3000:]
+    assert "readyz: https://127.0.0.1:" in text
+    assert "\x1b[" not in text, "no terminal control sequences when piped"
 
 
 def test_the_support_dump_holds_no_secret_of_the_demo(

@@ -23,6 +23,7 @@ import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from racksmith.cli.export import exported_host
 from racksmith.controllers.baremetalhost import (
     FINALIZER,
     BareMetalHostSettings,
@@ -30,12 +31,14 @@ from racksmith.controllers.baremetalhost import (
 )
 from racksmith.kinds.hostannotations import (
     DETACHED,
+    HARDWARE_DETAILS,
     INSPECT,
     PAUSED,
     REBOOT,
     RENDERED_LAYOUT,
+    STATUS,
 )
-from racksmith.provisioner.fixture import FixtureProvisioner
+from racksmith.provisioner.fixture import FixtureNode, FixtureProvisioner
 from racksmith.runtime import Controller
 from tests.harness import api
 from tests.harness.baremetal import BMH_SETTINGS, bmh_controller, fixture_provisioner
@@ -112,6 +115,21 @@ class Cluster(api.World):
 
     async def gone_host(self, name: str) -> None:
         await self.gone(name, lambda: self.read(name))
+
+    async def provisioned(self, backend: FixtureProvisioner, name: str) -> FixtureNode:
+        """Host ``name`` (and its Secret) created with an image: provisioned and on."""
+        await self.secret(f"{name}-bmc")
+        await self.host(name, image=IMAGE, online=True)
+        await self.in_state(name, "provisioned")
+        node = backend.node(self.key(name))
+        assert node is not None and node.powered_on
+        return node
+
+    async def until_status(self, name: str, field: str, value: Any) -> None:
+        """Until host ``name``'s ``status.<field>`` is ``value``."""
+        async def check() -> bool:
+            return status_of(await self.read(name)).get(field) == value
+        await eventually(check, f"{name}'s {field} {value!r}")
 
 
 def status_of(obj: dict[str, Any] | None) -> dict[str, Any]:
@@ -412,16 +430,9 @@ async def test_paused_host_is_left_alone(
 async def test_detached_host_is_released_without_touching_the_server(
     cluster: Cluster, backend: FixtureProvisioner, controller: Controller
 ) -> None:
-    await cluster.secret("h7-bmc")
-    await cluster.host("h7", image=IMAGE, online=True)
-    await cluster.in_state("h7", "provisioned")
-    node = backend.node(cluster.key("h7"))
-    assert node is not None and node.powered_on
+    node = await cluster.provisioned(backend, "h7")
     await cluster.patch_host("h7", {"metadata": {"annotations": {DETACHED: ""}}})
-
-    async def detached() -> bool:
-        return status_of(await cluster.read("h7")).get("operationalStatus") == "detached"
-    await eventually(detached, "h7 detached")
+    await cluster.until_status("h7", "operationalStatus", "detached")
     assert backend.node(cluster.key("h7")) is None and backend.detached[cluster.key("h7")] == 1
     power_calls = backend.calls[(cluster.key("h7"), "power")]
     await cluster.delete_host("h7")
@@ -527,3 +538,121 @@ async def test_a_host_out_of_calls_is_put_off_and_counted(
     assert sum(n for (node, _), n in backend.calls.items()
                if node == cluster.key("h-budget")) <= 6
     assert await cluster.state("h-budget") == "registering"
+
+
+# --------------------------------------------------------------- Metal3's annotations
+
+
+async def hardware_data(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    return await cluster.get(GROUP, "hardwaredata", name)
+
+
+async def test_hardware_data_is_written_by_inspection_and_rebuilt_when_deleted(
+    cluster: Cluster, backend: FixtureProvisioner, controller: Controller
+) -> None:
+    await cluster.secret("hd1-bmc")
+    await cluster.host("hd1")
+    await cluster.in_state("hd1", "available")
+    found = await eventually(lambda: hardware_data(cluster, "hd1"), "hd1's HardwareData")
+    inventory = await cluster.read("hd1", "baremetalhostinventories")
+    assert inventory is not None
+    assert found["spec"]["hardware"] == inventory["status"]["hardware"]
+    owner = found["metadata"]["ownerReferences"][0]
+    assert (owner["apiVersion"], owner["kind"], owner["name"]) == \
+        (f"{GROUP}/{VERSION}", "BareMetalHost", "hd1")
+    inspections = backend.calls[(cluster.key("hd1"), "inspect")]
+    await cluster.delete(GROUP, "hardwaredata", "hd1")
+
+    async def rebuilt() -> bool:
+        again = await hardware_data(cluster, "hd1")
+        return again is not None and again["metadata"]["uid"] != found["metadata"]["uid"]
+    await eventually(rebuilt, "hd1's HardwareData written again")
+    again = await hardware_data(cluster, "hd1")
+    assert again is not None and again["spec"]["hardware"] == found["spec"]["hardware"]
+    assert backend.calls[(cluster.key("hd1"), "inspect")] == inspections  # not re-inspected
+
+
+async def test_a_host_with_its_hardware_given_is_not_inspected(
+    cluster: Cluster, backend: FixtureProvisioner, controller: Controller
+) -> None:
+    hardware = {"ramMebibytes": 2048, "cpu": {"arch": "x86_64", "count": 2},
+                "storage": [{"name": "/dev/vda", "sizeBytes": 21474836480}]}
+    await cluster.create(GROUP, "hardwaredata", {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": "HardwareData",
+        "metadata": {"name": "hd2"}, "spec": {"hardware": hardware}})
+    await cluster.secret("hd2-bmc")
+    await cluster.host("hd2")
+    await cluster.secret("hd3-bmc")
+    await cluster.host("hd3", inspectionMode="disabled",
+                       annotations={HARDWARE_DETAILS: json.dumps(hardware)})
+    for name in ("hd2", "hd3"):
+        await cluster.in_state(name, "available")
+        host = await cluster.read(name)
+        assert status_of(host)["hardware"]["ramMebibytes"] == 2048, name
+        assert HARDWARE_DETAILS not in (host or {})["metadata"].get("annotations", {})
+        assert backend.calls[(cluster.key(name), "inspect")] == 0, name
+
+
+async def test_a_keyed_reboot_keeps_the_host_off_until_every_key_is_gone(
+    cluster: Cluster, backend: FixtureProvisioner, controller: Controller
+) -> None:
+    node = await cluster.provisioned(backend, "kr")
+    await cluster.patch_host("kr", {"metadata": {"annotations": {
+        f"{REBOOT}/a": "", f"{REBOOT}/b": '{"mode":"hard"}'}}})
+    await cluster.until_status("kr", "poweredOn", False)
+    # One key goes, and an unkeyed reboot is asked with it: once that one is
+    # consumed (the controller saw the change), the host is still off.
+    await cluster.patch_host("kr", {"metadata": {"annotations": {
+        f"{REBOOT}/a": None, REBOOT: ""}}})
+
+    async def consumed() -> bool:
+        host = await cluster.read("kr")
+        return REBOOT not in (host or {})["metadata"].get("annotations", {})
+    await eventually(consumed, "the unkeyed reboot consumed")
+    assert not node.powered_on and f"{REBOOT}/b" in \
+        (await cluster.read("kr") or {})["metadata"]["annotations"]
+    await cluster.patch_host("kr", {"metadata": {"annotations": {f"{REBOOT}/b": None}}})
+    await cluster.until_status("kr", "poweredOn", True)
+    assert node.powered_on
+
+
+async def test_a_host_created_with_the_status_annotation_takes_it(
+    cluster: Cluster, backend: FixtureProvisioner, controller: Controller
+) -> None:
+    await cluster.provisioned(backend, "mv1")
+    exported = exported_host(await cluster.read("mv1") or {})
+    await cluster.patch_host("mv1", {"metadata": {"annotations": {DETACHED: ""}}})
+    await cluster.until_status("mv1", "operationalStatus", "detached")
+    await cluster.delete_host("mv1")
+    await cluster.gone_host("mv1")
+    inspections = backend.calls[(cluster.key("mv1"), "inspect")]
+    provisions = backend.calls[(cluster.key("mv1"), "provision")]
+    assert backend.deleted[cluster.key("mv1")] == 0  # detached: the server untouched
+    exported["metadata"]["annotations"].pop(DETACHED, None)
+    await cluster.create(GROUP, "baremetalhosts", exported)
+
+    async def adopted() -> bool:
+        host = await cluster.read("mv1")
+        return status_of(host).get("operationalStatus") == "OK" and \
+            STATUS not in (host or {})["metadata"].get("annotations", {}) and \
+            await cluster.state("mv1") == "provisioned"
+    await eventually(adopted, "mv1 adopted from its status")
+    assert backend.calls[(cluster.key("mv1"), "inspect")] == inspections
+    assert backend.calls[(cluster.key("mv1"), "provision")] == provisions  # not deployed again
+    assert backend.calls[(cluster.key("mv1"), "adopt")] >= 1
+
+
+async def test_a_detached_host_with_delete_delayed_waits(
+    cluster: Cluster, backend: FixtureProvisioner, controller: Controller
+) -> None:
+    await cluster.secret("dd-bmc")
+    await cluster.host("dd", annotations={DETACHED: '{"deleteAction": "delay"}'})
+    await cluster.until_status("dd", "operationalStatus", "detached")
+    await cluster.delete_host("dd")
+
+    async def delayed() -> bool:
+        return (condition(await cluster.read("dd"), "DeletionAllowed") or {}).get(
+            "status") == "False"
+    await eventually(delayed, "dd's deletion delayed")
+    await cluster.patch_host("dd", {"metadata": {"annotations": {DETACHED: None}}})
+    await cluster.gone_host("dd")

@@ -30,9 +30,9 @@ from racksmith.controllers.maintenance import (
 from racksmith.kinds.cluster import Machine
 from tests.harness.controllers import managed
 from tests.harness.wait import eventually
-from tests.integration.test_node_maintenance import ANN, LCM, METAL, World
+from tests.integration.test_node_maintenance import ANN, LCM, METAL, REBOOT_KEY, World
 
-REBOOT_ANNOTATION = "reboot.metal.racksmith.io/lcm"
+REBOOT_ANNOTATION = REBOOT_KEY
 SHARED = pytest.mark.asyncio(loop_scope="module")
 # Small waits; the reboot retry stays the default (a reboot asked again would be a
 # second power cycle, which the test counts).
@@ -63,6 +63,9 @@ class Hosts:
                     continue
                 if REBOOT_ANNOTATION in await self.world.bmh_annotations(host):
                     await self.world.power_cycle(host)
+                    await eventually(lambda h=host: self.world.released(h),  # type: ignore[misc]
+                                     "the flow to release its reboot key")
+                    await self.world.power_cycle(host, on=True)
                     self.cycles.append(host)
                     await self.world.kubelet(node, boot_id=str(uuid.uuid4()))
             await asyncio.sleep(0.05)

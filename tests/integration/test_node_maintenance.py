@@ -24,6 +24,9 @@ from racksmith.clock import SystemClock
 from racksmith.controllers.maintenance import NodeMaintenance
 from racksmith.kinds.maintenance import MaintenanceScope
 from racksmith.planners.maintenance import (
+    BMH_REBOOT_ANNOTATION as REBOOT_KEY,
+)
+from racksmith.planners.maintenance import (
     MaintenanceTimings,
     NodeJob,
     NodeProgress,
@@ -134,10 +137,16 @@ class World(api.World):
         resp = await self.core.replace_node_status(name, raw, _preload_content=False)
         resp.release()
 
-    async def power_cycle(self, host: str) -> None:
-        """The BareMetalHost controller's part: the reboot annotation is consumed."""
-        await self.patch(METAL, "baremetalhosts", host, {"metadata": {"annotations": {
-            "reboot.metal.racksmith.io/lcm": None}}})
+    async def power_cycle(self, host: str, *, on: bool = False) -> None:
+        """The BareMetalHost controller's part of Metal3's keyed reboot: the host
+        reads powered off (the flow then removes its key), then ``on`` again."""
+        def power(obj: dict[str, Any]) -> None:
+            obj.setdefault("status", {})["poweredOn"] = on
+        await self.update(METAL, "baremetalhosts", host, power, status=True)
+
+    async def released(self, host: str) -> bool:
+        """The flow removed its reboot key (the host powers on again)."""
+        return REBOOT_KEY not in await self.bmh_annotations(host)
 
     async def bmh_annotations(self, host: str) -> dict[str, str]:
         bmh = await self.get(METAL, "baremetalhosts", host)
@@ -292,7 +301,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: 
     annotations = nmr["metadata"]["annotations"]
     assert annotations[f"{ANN}reboot-boot-id"] == "boot-1"
     requested = annotations[f"{ANN}reboot-requested"]
-    assert "reboot.metal.racksmith.io/lcm" in await world.bmh_annotations("h1")
+    assert REBOOT_KEY in await world.bmh_annotations("h1")
 
     # A restarted executor resumes without asking again.
     flow = NodeMaintenance(client, clock=clock, timings=FAST_EVICTIONS)
@@ -301,7 +310,8 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: 
     await world.power_cycle("h1")
     p = await flow.advance(j)
     assert p.state == NodeState.REBOOTING
-    assert "reboot.metal.racksmith.io/lcm" not in await world.bmh_annotations("h1")
+    assert REBOOT_KEY not in await world.bmh_annotations("h1")
+    await world.power_cycle("h1", on=True)
     nmr = await world.nmr("m1")
     assert nmr is not None and nmr["metadata"]["annotations"][f"{ANN}reboot-requested"] == \
         requested
@@ -310,7 +320,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: 
     clock.offset = timedelta(minutes=11)
     p = await flow.advance(j)
     assert p.state == NodeState.REBOOTING
-    assert "reboot.metal.racksmith.io/lcm" in await world.bmh_annotations("h1")
+    assert REBOOT_KEY in await world.bmh_annotations("h1")
     nmr = await world.nmr("m1")
     assert nmr is not None
     again = nmr["metadata"]["annotations"][f"{ANN}reboot-requested"]
@@ -339,7 +349,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: 
     node = await world.node("m1")
     assert node is not None and not (node.get("spec") or {}).get("unschedulable")
     assert "back" in await world.pods_on("m1")
-    assert "reboot.metal.racksmith.io/lcm" not in await world.bmh_annotations("h1")
+    assert REBOOT_KEY not in await world.bmh_annotations("h1")
 
     # An Event about the Node per write of the flow (in default: Nodes are cluster-scoped),
     # a repeat folded into its count.
@@ -392,11 +402,14 @@ async def test_reboot_always_without_release(client: ApiClient, ns: str) -> None
     j = world.job(release=None, reboot=RebootPolicy.ALWAYS, owner="reboot.default.demo")
     p = await flow.advance(j)
     assert p.state == NodeState.REBOOTING
-    assert "reboot.metal.racksmith.io/lcm" in await world.bmh_annotations("h1")
+    assert REBOOT_KEY in await world.bmh_annotations("h1")
     machine = await world.get(CLUSTER, "machines", "m1")
     assert machine is not None and f"{ANN}release" not in (
         machine["metadata"].get("annotations") or {})
     await world.power_cycle("h1")
+    assert (await flow.advance(j)).state == NodeState.REBOOTING  # the key released
+    assert await world.released("h1")
+    await world.power_cycle("h1", on=True)
     await world.kubelet("m1", boot_id="boot-2")
     assert (await flow.advance(j)).state == NodeState.READY_TO_FINISH
 

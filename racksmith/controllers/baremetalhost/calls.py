@@ -169,8 +169,9 @@ class HostCalls:
     async def adopt(self, request: ProvisionRequest) -> Result:
         return await self._call("adopt", lambda: self._provisioner.adopt(self.identity, request))
 
-    async def power(self, on: bool) -> Result:
-        return await self._call("power", lambda: self._provisioner.power(self.identity, on))
+    async def power(self, on: bool, *, soft: bool = False) -> Result:
+        return await self._call("power", lambda: self._provisioner.power(self.identity, on,
+                                                                         soft=soft))
 
     async def power_state(self) -> bool | None:
         return await self._call("power_state", lambda: self._provisioner.power_state(

@@ -23,7 +23,10 @@ from typing import Any
 
 from racksmith.clock import Clock
 from racksmith.controllers.baremetalhost.context import HostContext
-from racksmith.controllers.baremetalhost.inventory import upsert_inventory
+from racksmith.controllers.baremetalhost.inventory import (
+    upsert_hardware_data,
+    upsert_inventory,
+)
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
@@ -83,6 +86,7 @@ class Committer:
         if p.inventory is not None:
             hardware = p.inventory.model_dump(mode="json", exclude_none=True)
             await upsert_inventory(self.client, raw, hardware, now, "provisioner")
+            await upsert_hardware_data(self.client, raw, hardware)
         obj: dict[str, Any] | None = raw
         if _metadata_changes(raw, p):
             obj = await self._update(_with_metadata(raw, p))

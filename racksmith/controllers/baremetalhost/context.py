@@ -13,6 +13,7 @@ from typing import Any
 from racksmith.controllers.baremetalhost.calls import HostCalls
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.kinds import hostannotations as ann
+from racksmith.kinds.hardware import HardwareDetails
 from racksmith.kinds.hostprofile import BareMetalHostProfileSpec
 from racksmith.kinds.metal import BareMetalHost, BareMetalHostStatus, ProvisioningState
 from racksmith.provisioner.base import BMCAccess, Result
@@ -60,6 +61,9 @@ class HostContext:
     credentials: Credentials = field(default_factory=Credentials)
     profile: ProfileLookup = field(default_factory=ProfileLookup)
     config_drive: ConfigDrive = field(default_factory=ConfigDrive)
+    hardware_data: HardwareDetails | None = None
+    """The HardwareData of the host's name, read while it registers: hardware
+    known before inspection (applied with the host, from another site)."""
 
     @property
     def status(self) -> BareMetalHostStatus:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import random as _random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -60,14 +60,16 @@ from racksmith.controllers.baremetalhost.context import (
 )
 from racksmith.controllers.baremetalhost.handlers import decide
 from racksmith.controllers.baremetalhost.index import HostReferences
+from racksmith.controllers.baremetalhost.inventory import upsert_hardware_data
 from racksmith.controllers.baremetalhost.metrics import BareMetalHostMetrics
 from racksmith.controllers.baremetalhost.proposal import Proposal
 from racksmith.controllers.baremetalhost.settings import BareMetalHostSettings
 from racksmith.controllers.baremetalhost.status import BACKEND_REACHABLE
+from racksmith.controllers.baremetalhost.statusannotation import restored_status
 from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus, SecretReference
 from racksmith.kinds.hostprofile import BareMetalHostProfile
-from racksmith.kinds.metal import BareMetalHost
+from racksmith.kinds.metal import BareMetalHost, HardwareData
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.provisioner.base import (
     BackendUnavailable,
@@ -79,19 +81,20 @@ from racksmith.provisioner.base import (
 from racksmith.redact import register_secret
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import as_client
-from racksmith.runtime.conditions import ConditionSpec
+from racksmith.runtime.conditions import ConditionSpec, EventSpec
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
-from racksmith.runtime.resources import HOSTS, INVENTORIES, PROFILES, SECRETS
+from racksmith.runtime.resources import HARDWARE_DATA, HOSTS, INVENTORIES, PROFILES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import Source
 
 CONTROLLER_NAME = "baremetalhost"
-ACCESS = (watches(HOSTS, SECRETS, PROFILES, INVENTORIES)
+ACCESS = (watches(HOSTS, SECRETS, PROFILES, INVENTORIES, HARDWARE_DATA)
           + writes(HOSTS, "update") + writes(HOSTS, "update", subresource="status")
           + writes(INVENTORIES, "create") + writes(INVENTORIES, "update", subresource="status")
+          + writes(HARDWARE_DATA, "create", "update")
           + EVENTS)
 """What the controller reads and writes: its ClusterRole (``racksmith.app.identities``)."""
 COMPONENT = "racksmith-baremetalhost"
@@ -162,10 +165,16 @@ class BareMetalHostReconciler:
             return Done()
         ctx = await self._context(key, host)
         committer = self.committer
+        if ann.STATUS in annotations:
+            # Before anything writes a status: a host created with the
+            # annotation takes its status first.
+            return await self._status_annotation(ctx, raw, log)
         if not deleting and ann.FINALIZER not in finalizers:
             # Protect the host before the backend learns about it.
             await committer.commit(ctx, raw, Proposal(add_finalizer=True), log)
             return RequeueAfter(0.0)
+        if not deleting:
+            await self._rebuild_hardware_data(host, raw, log)
         inputs = _inputs(host, ctx)
         held = self._held(key, host, inputs)
         if held is not None:
@@ -189,6 +198,30 @@ class BareMetalHostReconciler:
         else:
             self._holds.pop(key, None)
         return result
+
+    async def _status_annotation(self, ctx: HostContext, raw: dict[str, Any], log: Any
+                                 ) -> Result:
+        """A host with no status takes the annotation's copy (``statusannotation``);
+        a host with one drops the annotation (taken, or come too late)."""
+        host = ctx.host
+        if host.status is None and not ctx.deleting:
+            restored = restored_status(host.metadata.annotations[ann.STATUS],
+                                       self.committer.now())
+            if restored is not None:
+                body = dict(raw)
+                body["status"] = restored.model_dump(mode="json", by_alias=True,
+                                                     exclude_none=True)
+                await self.client.update_status(HOSTS, body)
+                state = restored.provisioning.state if restored.provisioning else None
+                log.info("status taken from the status annotation",
+                         state=state.value if state else "")
+                await self.recorder.record_all(raw, [EventSpec(
+                    "Normal", "StatusRestored", f"status taken from the {ann.STATUS} "
+                    f"annotation: {state.value if state else 'new'}, not inspected again")])
+                return RequeueAfter(0.0)
+        await self.committer.commit(ctx, raw, Proposal(remove_annotations=(ann.STATUS,),
+                                                       requeue_after=0.0), log)
+        return RequeueAfter(0.0)
 
     def _held(self, key: ObjectKey, host: BareMetalHost, inputs: tuple[Any, ...]) -> float | None:
         """Seconds left of the error back-off, or None to act now.
@@ -234,16 +267,34 @@ class BareMetalHostReconciler:
             ctx.profile = ProfileLookup(host.spec.profile, spec, missing=found is None)
         if ctx.state is S.PROVISIONING:
             ctx.config_drive = await self._config_drive(key, host)
+        if ctx.state is S.REGISTERING and (host.status is None or host.status.hardware is None):
+            found = await self.client.get(HARDWARE_DATA, key.namespace, key.name)
+            if found is not None:
+                ctx.hardware_data = HardwareData.model_validate(found).spec.hardware
         return ctx
+
+    async def _rebuild_hardware_data(self, host: BareMetalHost, raw: dict[str, Any],
+                                     log: Any) -> None:
+        """A host whose hardware is known has its HardwareData: one deleted is
+        written again, from the full inventory (else the status summary)."""
+        namespace, name = host.metadata.namespace or "", host.metadata.name or ""
+        if host.status is None or host.status.hardware is None or \
+                await self.client.get(HARDWARE_DATA, namespace, name) is not None:
+            return
+        inventory = await self.client.get(INVENTORIES, namespace, name)
+        hardware = ((inventory or {}).get("status") or {}).get("hardware") or \
+            host.status.hardware.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if await upsert_hardware_data(self.client, raw, hardware):
+            log.info("HardwareData written again")
+            await self.recorder.record_all(raw, [EventSpec(
+                "Normal", "HardwareDataRebuilt", "HardwareData written again from the "
+                "host's inspection inventory")])
 
     async def _credentials(self, key: ObjectKey, host: BareMetalHost) -> Credentials:
         bmc = host.spec.bmc
         if bmc is None:
             return Credentials(problem="no BMC details")
         name = bmc.credentials_name
-        if "://" not in bmc.address:
-            return Credentials(name, problem=f"BMC address {bmc.address!r} has no scheme "
-                                             "(e.g. redfish://, ipmi://)")
         secret = await self._secret(key.namespace, name)
         if secret is None:
             return Credentials(name, problem=f"secret {name} not found")
@@ -258,8 +309,9 @@ class BareMetalHostReconciler:
             username=secret.data["username"].decode("utf-8", "replace").strip(),
             password=secret.data["password"].decode("utf-8", "replace").strip(),
             disable_certificate_verification=bmc.disable_certificate_verification,
-            boot_mac_address=host.spec.boot_mac_address,
+            boot_mac_address=host.spec.boot_mac_address or _known_boot_mac(host),
             boot_mode=host.spec.boot_mode.value,
+            inspection=host.spec.inspection_mode.value if host.spec.inspection_mode else "",
         )
         return Credentials(name, secret.resource_version, access)
 
@@ -350,10 +402,29 @@ def baremetalhost_controller(
         client.source(HOSTS, namespace=namespace),
         client.source(SECRETS, namespace=namespace, mapper=references.secret_keys),
         client.source(PROFILES, namespace=namespace, mapper=references.profile_keys),
+        # A HardwareData is named as its host: one deleted wakes the host (rebuilt).
+        client.source(HARDWARE_DATA, namespace=namespace, mapper=_same_name),
     ]
     if isinstance(provisioner, HostChanges):
         sources.append(BackendSource(provisioner, namespace))
     return Controller(CONTROLLER_NAME, sources, reconciler, workers=workers, clock=clock)
+
+
+def _known_boot_mac(host: BareMetalHost) -> str | None:
+    """Without ``spec.bootMACAddress``, the MAC of the NIC the host boots from
+    (else its first) in the hardware already known — a host whose hardware
+    was given or restored is not inspected, and the backend must still know
+    a port to find its ramdisk by."""
+    hardware = host.status.hardware if host.status else None
+    if hardware is None or not hardware.nics:
+        return None
+    pxe = [n.mac for n in hardware.nics if n.pxe and n.mac]
+    return pxe[0] if pxe else hardware.nics[0].mac or None
+
+
+def _same_name(obj: Mapping[str, Any]) -> list[ObjectKey]:
+    meta = obj.get("metadata") or {}
+    return [ObjectKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""))]
 
 
 def _inputs(host: BareMetalHost, ctx: HostContext) -> tuple[Any, ...]:

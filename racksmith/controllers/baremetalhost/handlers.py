@@ -31,6 +31,7 @@ from racksmith.controllers.baremetalhost.handlers_teardown import (
     handle_powering_off,
 )
 from racksmith.controllers.baremetalhost.proposal import Proposal
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.hostannotations import RECORD_MATCHES_HARDWARE
 from racksmith.kinds.metal import OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
@@ -54,9 +55,25 @@ HANDLERS: dict[S | None, Handler] = {
 }
 
 
+DETACHABLE = frozenset({S.AVAILABLE, S.PROVISIONED, S.EXTERNALLY_PROVISIONED})
+"""States a host is detached from at once; in the others (an operation under
+way) only with ``{"force": true}``, as Metal3 does: otherwise the
+operation finishes first."""
+
+
+def _detach_now(ctx: HostContext) -> bool:
+    if not ctx.detached:
+        return False
+    if ctx.status.operational_status is OperationalStatus.DETACHED \
+            or ctx.state in DETACHABLE or ctx.state is None:
+        return True
+    args = ann.detach_arguments(ctx.annotations.get(ann.DETACHED, ""))
+    return args is not None and args.force
+
+
 async def decide(ctx: HostContext) -> Proposal:
     """The proposal for this reconcile of ``ctx.host``."""
-    if ctx.detached:
+    if _detach_now(ctx):
         return await handle_detached(ctx)
     if ctx.status.operational_status is OperationalStatus.DETACHED:
         # Re-attached: the backend forgot the host, so the state's handler

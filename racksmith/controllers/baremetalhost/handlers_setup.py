@@ -13,14 +13,18 @@ from racksmith.controllers.baremetalhost.provisioning import hardware_summary
 from racksmith.controllers.baremetalhost.states import DELETION_TARGET
 from racksmith.controllers.baremetalhost.steps import ensure_registered, failed, waiting
 from racksmith.kinds import hostannotations as ann
+from racksmith.kinds.hardware import HardwareDetails
 from racksmith.kinds.hostannotations import (
     DEPLOYED_AFTER_BACKUP,
     DETACHED,
     RECORD_MATCHES_HARDWARE,
 )
-from racksmith.kinds.metal import ErrorType, OperationalStatus
+from racksmith.kinds.metal import ErrorType, InspectionMode, OperationalStatus
 from racksmith.kinds.metal import ProvisioningState as S
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
+
+DELETE_DELAYED = "DeletionAllowed"
+"""Condition False while a detached host's deletion waits (``deleteAction: delay``)."""
 
 
 def deletion(ctx: HostContext) -> Proposal:
@@ -55,13 +59,48 @@ async def handle_registering(ctx: HostContext) -> Proposal:
     proposal, registered = await ensure_registered(ctx)
     if not registered:
         return proposal
+    given = _given_hardware(ctx)
     if ctx.host.spec.externally_provisioned:
         nxt = S.EXTERNALLY_PROVISIONED
-    elif ann.is_inspection_disabled(ctx.annotations) or ctx.status.hardware is not None:
+    elif inspection_disabled(ctx) or ctx.status.hardware is not None \
+            or given.hardware is not None:
         nxt = S.PREPARING
     else:
         nxt = S.INSPECTING
-    return proposal.merged(Proposal(next_state=nxt, clear_error=True))
+    return proposal.merged(given).merged(Proposal(next_state=nxt, clear_error=True))
+
+
+def inspection_disabled(ctx: HostContext) -> bool:
+    """``inspect.metal3.io: disabled`` or ``spec.inspectionMode: disabled``."""
+    return ann.is_inspection_disabled(ctx.annotations) \
+        or ctx.host.spec.inspection_mode is InspectionMode.DISABLED
+
+
+def _given_hardware(ctx: HostContext) -> Proposal:
+    """Hardware known without inspection, as Metal3 takes it: the HardwareData
+    of the host's name (applied with the host), else the
+    ``inspect.metal3.io/hardwaredetails`` annotation when inspection is
+    disabled. The annotation is removed either way."""
+    value = ctx.annotations.get(ann.HARDWARE_DETAILS)
+    out = Proposal(remove_annotations=(ann.HARDWARE_DETAILS,)) if value is not None \
+        else Proposal()
+    if ctx.status.hardware is None and ctx.hardware_data is not None:
+        out.hardware = hardware_summary(ctx.hardware_data)
+        out.inventory = ctx.hardware_data
+        out.events.append(EventSpec("Normal", "UpdateHardwareDetails",
+                                    "hardware details from the host's HardwareData"))
+        return out
+    if value is None or not inspection_disabled(ctx) or not value.strip():
+        return out
+    try:
+        details = HardwareDetails.model_validate_json(value)
+    except ValueError:
+        return out  # refused at admission; only a host stored before gets here
+    out.hardware = hardware_summary(details)
+    out.inventory = details
+    out.events.append(EventSpec("Normal", "UpdateHardwareDetails",
+                                f"hardware details from the {ann.HARDWARE_DETAILS} annotation"))
+    return out
 
 
 async def handle_inspecting(ctx: HostContext) -> Proposal:
@@ -118,8 +157,15 @@ async def handle_detached(ctx: HostContext) -> Proposal:
         f"the server was deployed after the restored backup was taken ({mismatch}); it "
         "was detached so that nothing deploys over it: check it, then remove the "
         f"{DETACHED} and {DEPLOYED_AFTER_BACKUP} annotations")] if mismatch else []
+    args = ann.detach_arguments(ctx.annotations.get(DETACHED, "")) or ann.DetachArguments()
+    delay = ctx.deleting and args.delete_action == "delay"
+    if delay:
+        conditions.append(ConditionSpec.false(
+            DELETE_DELAYED, "DetachedDeleteDelayed",
+            f"deleted while detached with deleteAction delay: the host waits until the "
+            f"{DETACHED} annotation is removed (then it is attached again and deleted)"))
     if ctx.status.operational_status is OperationalStatus.DETACHED:
-        return Proposal(remove_finalizer=ctx.deleting, conditions=conditions)
+        return Proposal(remove_finalizer=ctx.deleting and not delay, conditions=conditions)
     result = await ctx.calls.detach()
     if result.error:
         return failed(ctx, result, ErrorType.DETACH)
@@ -129,7 +175,7 @@ async def handle_detached(ctx: HostContext) -> Proposal:
         operational_status=OperationalStatus.DETACHED,
         forget_registration=True,
         clear_error=True,
-        remove_finalizer=ctx.deleting,
+        remove_finalizer=ctx.deleting and not delay,
         conditions=conditions,
         events=[EventSpec("Normal", "Detached",
                           "released from the provisioner; the server was not touched"),

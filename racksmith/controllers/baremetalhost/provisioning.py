@@ -14,7 +14,7 @@ from typing import Any
 from racksmith.controllers.baremetalhost.context import HostContext
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.hardware import CPU, NIC, HardwareDetails
-from racksmith.kinds.metal import Image
+from racksmith.kinds.metal import ChecksumType, Image
 from racksmith.planners.disklayout import FitError, RenderedLayout, render_layout
 from racksmith.provisioner.base import ImageSpec, ProvisionRequest
 from racksmith.runtime.conditions import ConditionSpec
@@ -47,7 +47,8 @@ def image_spec(image: Image | None) -> ImageSpec:
     return ImageSpec(
         url=image.url,
         checksum=image.checksum,
-        checksum_type=image.checksum_type.value if image.checksum_type else None,
+        checksum_type=image.checksum_type.value
+        if image.checksum_type and image.checksum_type is not ChecksumType.AUTO else None,
         disk_format=image.format.value if image.format else None,
     )
 

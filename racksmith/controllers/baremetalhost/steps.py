@@ -76,23 +76,12 @@ async def ensure_registered(ctx: HostContext) -> tuple[Proposal, bool]:
 
 
 async def manage_power(ctx: HostContext) -> Proposal:
-    """Reboot on request, then make the power match ``spec.online``."""
-    reboot = ann.reboot_keys(ctx.annotations)
-    if reboot:
-        result = await ctx.calls.power(False)
-        if result.error:
-            return failed(ctx, result, ErrorType.POWER_MANAGEMENT)
-        if not result.done:
-            return waiting(ctx, result)
-        # Off: the cycle's first half is done; dropping the annotation makes
-        # the next reconcile power the host back on (if online), once.
-        return Proposal(
-            powered_on=False,
-            remove_annotations=tuple(reboot),
-            clear_error=True,
-            requeue_after=0.0,
-            events=[EventSpec("Normal", "Rebooting", "powered off for the requested reboot")],
-        )
+    """Reboot on request (``reboot.metal3.io``: off, annotation removed, on
+    again; ``reboot.metal3.io/<key>``: off until every key is removed), then
+    make the power match ``spec.online``."""
+    requested = ann.reboot_keys(ctx.annotations)
+    if requested:
+        return await _reboot(ctx, requested)
     actual = await ctx.calls.power_state()
     wanted = ctx.host.spec.online
     # An unknown power state (Ironic's None: no reading yet, or hardware that
@@ -114,6 +103,29 @@ async def manage_power(ctx: HostContext) -> Proposal:
         return waiting(ctx, result).merged(Proposal(powered_on=actual))
     return Proposal(powered_on=wanted, clear_error=True, steady=True,
                     events=[_power_event(wanted)])
+
+
+async def _reboot(ctx: HostContext, requested: list[str]) -> Proposal:
+    """Power off for the reboot annotations ``requested``; the unkeyed one is
+    removed once the host is off (the next reconcile powers it on again), a
+    keyed one only by whoever set it — until then the host stays off."""
+    unkeyed = tuple(k for k in requested if k == ann.REBOOT)
+    held = ann.held_off_by(ctx.annotations)
+    soft = any(ann.reboot_mode(ctx.annotations[k]) == ann.REBOOT_SOFT for k in requested)
+    was_on = ctx.status.powered_on is not False
+    result = await ctx.calls.power(False, soft=soft)
+    if result.error:
+        return failed(ctx, result, ErrorType.POWER_MANAGEMENT)
+    if not result.done:
+        return waiting(ctx, result)
+    events = [EventSpec("Normal", "Rebooting", "powered off for the requested reboot"
+                        + (f"; held off by {', '.join(held)}" if held else ""))] \
+        if was_on or unkeyed else []
+    if unkeyed:
+        return Proposal(powered_on=False, remove_annotations=unkeyed, clear_error=True,
+                        requeue_after=0.0, events=events)
+    # Held off: nothing to do until a key goes (an annotation change wakes the host).
+    return Proposal(powered_on=False, clear_error=True, steady=True, events=events)
 
 
 def _power_event(on: bool) -> EventSpec:

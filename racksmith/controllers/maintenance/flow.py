@@ -72,6 +72,7 @@ from racksmith.planners.maintenance import (
     NodeProgress,
     NodeView,
     RecordReboot,
+    ReleaseReboot,
     RequestReboot,
     RequestView,
     SetRelease,
@@ -241,16 +242,20 @@ class NodeMaintenance:
         raw_lcm = await self.client.get(LCMMACHINES, job.namespace, job.machine)
         bmh: str | None = None
         pending = False
+        powered_on: bool | None = None
         if host:
             raw_bmh = await self.client.get(HOSTS, job.namespace, str(host))
             if raw_bmh is not None:
                 bmh = str(host)
                 pending = BMH_REBOOT_ANNOTATION in _annotations(raw_bmh)
+                powered = (raw_bmh.get("status") or {}).get("poweredOn")
+                powered_on = powered if isinstance(powered, bool) else None
         return NodeObserved(
             job=job, now=now, node=node, request=request, locks=locks, pods=pods,
             machine_release=machine_release,
             lcm=lcm_view(raw_lcm) if raw_lcm is not None else None,
-            bmh=bmh, bmh_reboot_pending=pending, timings=self.timings)
+            bmh=bmh, bmh_reboot_pending=pending, bmh_powered_on=powered_on,
+            timings=self.timings)
 
     # --- acting -------------------------------------------------------------------------
 
@@ -291,6 +296,10 @@ class NodeMaintenance:
                 await _patch(self.client, HOSTS, bmh, {"metadata": {
                     "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}}, job.namespace)
                 log.info("reboot requested", bmh=bmh)
+            case ReleaseReboot(bmh=bmh):
+                await _patch(self.client, HOSTS, bmh, {"metadata": {
+                    "annotations": {BMH_REBOOT_ANNOTATION: None}}}, job.namespace)
+                log.info("reboot released: the host powers on", bmh=bmh)
             case Uncordon(keep_cordoned=keep):
                 body: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None}}}
                 if not keep:

@@ -86,8 +86,8 @@ class ScriptedProvisioner:
     async def adopt(self, host: HostIdentity, request: ProvisionRequest) -> Result:
         return self._answer("adopt", Result.ok(), request=request)  # type: ignore[no-any-return]
 
-    async def power(self, host: HostIdentity, on: bool) -> Result:
-        return self._answer("power", Result.ok(), on=on)  # type: ignore[no-any-return]
+    async def power(self, host: HostIdentity, on: bool, *, soft: bool = False) -> Result:
+        return self._answer("power", Result.ok(), on=on, soft=soft)  # type: ignore[no-any-return]
 
     async def power_state(self, host: HostIdentity) -> bool | None:
         return self._answer("power_state", False)  # type: ignore[no-any-return]

@@ -194,4 +194,4 @@ def test_all_controllers_includes_the_host_controller_with_a_provisioner() -> No
     assert controller.name == "baremetalhost" and controller.workers == 2
     assert [str(s.resource) for s in controller.sources] == [  # type: ignore[attr-defined]
         "baremetalhosts.metal3.io", "secrets",
-        "baremetalhostprofiles.metal.racksmith.io"]
+        "baremetalhostprofiles.metal.racksmith.io", "hardwaredata.metal3.io"]

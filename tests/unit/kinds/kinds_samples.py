@@ -115,6 +115,12 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "spec": {"hostRef": {"name": "rack1-u12"}},
         "status": {"hardware": _HARDWARE, "inspectedAt": T1, "source": "emulator"},
     },
+    "HardwareData": {
+        "apiVersion": "metal3.io/v1alpha1",
+        "kind": "HardwareData",
+        "metadata": _meta("rack1-u12"),
+        "spec": {"hardware": _HARDWARE},
+    },
     "BareMetalHostProfile": {
         "apiVersion": "metal.racksmith.io/v1alpha1",
         "kind": "BareMetalHostProfile",

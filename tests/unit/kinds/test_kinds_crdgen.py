@@ -21,6 +21,7 @@ KINDS = [pytest.param(k, id=k.info.kind) for k in ALL_KINDS]
 CATALOGUE = {
     "BareMetalHost": ("metal3.io", True),
     "BareMetalHostInventory": ("metal.racksmith.io", True),
+    "HardwareData": ("metal3.io", True),
     "BareMetalHostProfile": ("metal.racksmith.io", True),
     "Subnet": ("ipam.racksmith.io", True),
     "IPaddr": ("ipam.racksmith.io", True),

@@ -33,6 +33,7 @@ from racksmith.planners.maintenance import (
     RebootPolicy,
     RecordReboot,
     Refusal,
+    ReleaseReboot,
     RequestReboot,
     RequestView,
     SetRelease,
@@ -174,8 +175,13 @@ def test_reboot_recorded_before_requested_then_waits() -> None:
     d = decide(replace(obs, request=rec))
     assert d.action == RequestReboot("h1", NOW)
     asked = RequestView(OWNER, {**STARTED, REBOOT_BOOT_ID: "b1", REBOOT_REQUESTED: rfc3339(NOW)})
-    d = decide(replace(obs, request=asked, bmh_reboot_pending=True))
+    d = decide(replace(obs, request=asked, bmh_reboot_pending=True, bmh_powered_on=True))
     assert d.progress.state == NodeState.REBOOTING and isinstance(d.action, Wait)
+    assert "to power off" in d.progress.message
+    # Metal3's keyed reboot holds the host off until the key goes: once it
+    # reads off, the flow removes its key and the host powers on again.
+    d = decide(replace(obs, request=asked, bmh_reboot_pending=True, bmh_powered_on=False))
+    assert d.action == ReleaseReboot("h1")
     # The annotation is gone but the node did not boot yet: no repeat before 10 minutes.
     for minutes in (0, 5, 9.9):
         d = decide(replace(obs, request=asked, now=NOW + timedelta(minutes=minutes)))

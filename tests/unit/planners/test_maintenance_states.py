@@ -36,6 +36,7 @@ from racksmith.planners.maintenance import (
     RebootPolicy,
     RecordReboot,
     Refusal,
+    ReleaseReboot,
     RequestReboot,
     RequestView,
     SetRelease,
@@ -87,6 +88,8 @@ def perform(obs: NodeObserved, action: Action) -> NodeObserved:
         case RequestReboot(at=at):
             return replace(obs, bmh_reboot_pending=True, request=RequestView(
                 obs.job.owner, {**ann, REBOOT_REQUESTED: rfc3339(at)}))
+        case ReleaseReboot():
+            return replace(obs, bmh_reboot_pending=False)
         case Uncordon(keep_cordoned=keep):
             assert node is not None
             left = {k: v for k, v in node.annotations.items() if k != CORDONED_BY}
@@ -109,6 +112,8 @@ OURS = {CORDONED_BY: OWNER}
 NODES = [None, NodeView("m1", ready=True, boot_id="b1"), NodeView("m1", boot_id="b1"),
          NodeView("m1", unschedulable=True, annotations=OURS, ready=True, boot_id="b1"),
          NodeView("m1", unschedulable=True, annotations=OURS, boot_id="b2"),
+         NodeView("m1", unschedulable=True, annotations=OURS, ready=True, boot_id="b2"),
+         NodeView("m1", unschedulable=True, ready=True, boot_id="b2"),
          NodeView("m1", unschedulable=True, ready=True, boot_id="b1"),
          NodeView("m1", ready=True)]
 STARTED = {DRAIN_STARTED: rfc3339(NOW - timedelta(seconds=10))}
@@ -128,15 +133,16 @@ JOBS = [NodeJob(namespace="ns", machine="m1", owner=OWNER, cluster="c", release=
 
 
 def small_worlds() -> Iterator[NodeObserved]:
-    for job, node, req, locks, pods, release, lcm, pending in itertools.product(
-            JOBS, NODES, REQUESTS, LOCKS, PODS, (None, "r2"), LCMS, (False, True)):
+    for job, node, req, locks, pods, release, lcm, (pending, on) in itertools.product(
+            JOBS, NODES, REQUESTS, LOCKS, PODS, (None, "r2"), LCMS,
+            ((False, None), (True, True), (True, False))):
         yield NodeObserved(job=job, now=NOW, node=node, request=req, locks=locks, pods=pods,
                            machine_release=release, lcm=lcm, bmh="h1",
-                           bmh_reboot_pending=pending)
+                           bmh_reboot_pending=pending, bmh_powered_on=on)
 
 
 CONCURRENT = {(N.REQUESTED, N.WAITING_FOR_OTHER), (N.REQUESTED, N.WAITING_FOR_NODE),
-              (N.REBOOTING, N.WAITING_FOR_NODE), (N.UNCORDONING, N.WAITING_FOR_NODE)}
+              (N.UNCORDONING, N.WAITING_FOR_NODE)}
 """Listed transitions that need the world to move during the walk (another owner's
 request created first, the Node gone or no longer Ready between two reads)."""
 
@@ -225,7 +231,8 @@ def worlds(draw: st.DrawFn) -> NodeObserved:
     return NodeObserved(job=job, now=now, node=node, request=request, locks=locks, pods=pods,
                         machine_release=draw(st.sampled_from([None, "r1", "r2"])), lcm=lcm,
                         bmh=draw(st.sampled_from([None, "h1"])),
-                        bmh_reboot_pending=draw(st.booleans()))
+                        bmh_reboot_pending=draw(st.booleans()),
+                        bmh_powered_on=draw(st.sampled_from([None, True, False])))
 
 
 @settings(max_examples=500, deadline=None)

@@ -126,6 +126,14 @@ def test_bmc_schemes(address: str, driver: str, info: dict[str, Any]) -> None:
         assert spec.credentials == {"fake_bmc_username": "u", "fake_bmc_password": "p"}
 
 
+def test_inspection_mode_agent_boots_the_ramdisk_on_redfish() -> None:
+    spec = parse_bmc(bmc("redfish://h/x"), deploy_iso=None, ipmi_enabled=False)
+    assert spec.interfaces["inspect"] == "redfish"
+    agent = BMCAccess(address="redfish://h/x", username="u", password="p", inspection="agent")
+    spec = parse_bmc(agent, deploy_iso=None, ipmi_enabled=False)
+    assert spec.interfaces["inspect"] == "agent"
+
+
 def test_insecure_redfish() -> None:
     spec = parse_bmc(bmc("redfish://h/x", insecure=True), deploy_iso=None, ipmi_enabled=False)
     assert spec.driver_info["redfish_verify_ca"] is False
@@ -133,7 +141,7 @@ def test_insecure_redfish() -> None:
 
 @pytest.mark.parametrize(("address", "ipmi", "iso", "needle"), [
     ("ilo4://h", True, "x", "unsupported BMC address scheme 'ilo4'.*idrac-virtualmedia"),
-    ("libvirt://h", True, "x", "supported: fake, .*redfish-uefihttp"),
+    ("irmc://h", True, "x", "supported: fake, .*redfish-uefihttp"),
     ("redfish://", True, "x", "no host"),
     ("redfish://h:notaport", True, "x", "port"),
     ("ipmi://h", False, "x", "ipmitool"),
