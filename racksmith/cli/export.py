@@ -8,9 +8,9 @@ inspected again) and :func:`export_hosts` (reads the hosts live through the
 kubeconfig). Left out: the namespace (the manifests apply into the one
 ``kubectl -n`` names), everything the API server or a controller sets
 (uid, resourceVersion, managedFields, finalizers, timestamps, owner
-references) and the status itself. The BMC credentials Secrets are not
-exported: they are Secrets, moved with ``kubectl get secret -o yaml``
-like any other.
+references), kubectl's last-applied record, and the status itself. The BMC
+credentials Secrets are not exported: they are Secrets, moved with
+``kubectl get secret -o yaml`` like any other.
 """
 
 from __future__ import annotations
@@ -25,11 +25,16 @@ from racksmith.runtime.client import Client
 from racksmith.runtime.kubeclient import api_client
 from racksmith.runtime.resources import HOSTS
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+"""kubectl's record of the last apply at the old site: left out (the apply at
+the new site writes its own)."""
+
 
 def exported_host(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest that recreates the host ``obj`` elsewhere (module docstring)."""
     meta = obj.get("metadata") or {}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != STATUS}
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                   if k not in (STATUS, LAST_APPLIED)}
     status = obj.get("status")
     if status:
         annotations[STATUS] = json.dumps(status, sort_keys=True, separators=(",", ":"))

@@ -32,6 +32,10 @@ annotate``:
   shape of ``status.hardware``) of a host whose inspection is disabled;
   taken into the status at registration, then removed.
 
+Racksmith's own, in its group's prefix (so Metal3's kind keeps Metal3's
+fields only): ``baremetalhost.metal.racksmith.io/profile`` names the
+BareMetalHostProfile (same namespace) to deploy the host with (``profile``).
+
 The BareMetalHost controller writes
 ``baremetalhost.metal.racksmith.io/rendered-layout`` (the disk layout of the
 profile, as deployed) and Metal3's finalizer ``baremetalhost.metal3.io``.
@@ -56,6 +60,8 @@ when. The BareMetalHost controller reports it as condition
 ``RecordMatchesHardware`` False; remove both annotations once checked."""
 RECORD_MATCHES_HARDWARE = "RecordMatchesHardware"
 RENDERED_LAYOUT = f"{GROUP_PREFIX}/rendered-layout"
+PROFILE = f"{GROUP_PREFIX}/profile"
+"""The BareMetalHostProfile (same namespace) the host is deployed with."""
 REBOOT = "reboot.metal3.io"
 REBOOT_HARD = "hard"
 REBOOT_SOFT = "soft"
@@ -63,6 +69,11 @@ INSPECT = "inspect.metal3.io"
 HARDWARE_DETAILS = f"{INSPECT}/hardwaredetails"
 INSPECT_DISABLED = "disabled"
 FINALIZER = "baremetalhost.metal3.io"
+
+
+def profile(annotations: Mapping[str, str]) -> str | None:
+    """The BareMetalHostProfile the host names, if any."""
+    return annotations.get(PROFILE) or None
 
 
 def is_paused(annotations: Mapping[str, str]) -> bool:
@@ -94,7 +105,7 @@ def detach_arguments(value: str) -> DetachArguments | None:
         parsed = json.loads(value)
     except ValueError:
         return None
-    if not isinstance(parsed, dict) or set(parsed) - {"deleteAction", "force"}:
+    if not isinstance(parsed, dict):  # other keys ignored, as in Metal3
         return None
     action = parsed.get("deleteAction", "delete")
     force = parsed.get("force", False)
@@ -117,15 +128,17 @@ def held_off_by(annotations: Mapping[str, str]) -> list[str]:
 def reboot_mode(value: str) -> str | None:
     """The mode a reboot annotation's value asks for (``hard`` or ``soft``;
     ``""`` is ``hard`` in Racksmith), or None when the value is not valid
-    (refused at admission, so only seen on hosts stored before)."""
+    (refused at admission, so only seen on hosts stored before): not JSON,
+    not an object, a mode other than hard or soft, a force that is not a
+    boolean."""
     if not value.strip():
         return REBOOT_HARD
     try:
         parsed = json.loads(value)
     except ValueError:
         return None
-    if not isinstance(parsed, dict) or set(parsed) - {"mode", "force"} \
-            or not isinstance(parsed.get("force", False), bool):
+    # Other keys are ignored, as Metal3 decodes the value (Go's json.Unmarshal).
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("force", False), bool):
         return None
     mode = parsed.get("mode") or REBOOT_HARD
     return mode if mode in (REBOOT_HARD, REBOOT_SOFT) else None

@@ -285,7 +285,8 @@ class BareMetalHostSpec(RacksmithModel):
     description: str | None = Field(default=None, description="Free text for the operator.")
     hardware_profile: str | None = Field(
         default=None, description="Metal3's legacy hardware profile name: accepted and "
-        "without effect, as in Metal3 (Racksmith's disk layouts: spec.profile).")
+        "without effect, as in Metal3 (Racksmith's disk layouts: the "
+        "baremetalhost.metal.racksmith.io/profile annotation).")
     inspection_mode: InspectionMode | None = Field(
         default=None, description="disabled, agent (boot the ramdisk) or fast (out-of-band, "
         "Redfish only); empty: out-of-band for Redfish BMCs, the ramdisk for others.")
@@ -303,12 +304,6 @@ class BareMetalHostSpec(RacksmithModel):
     taints: list[dict[str, Any]] = Field(
         default_factory=list, description="Deprecated in Metal3, never implemented there; "
         "refused when not empty.")
-    profile: str | None = Field(
-        default=None,
-        description="Name of a BareMetalHostProfile in the same namespace: the disk layout, "
-        "kernel parameters and huge pages to deploy with. Checked against the inspected "
-        "hardware before provisioning.",
-    )
 
 
 class ProvisionStatus(RacksmithModel):

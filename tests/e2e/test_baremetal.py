@@ -180,9 +180,10 @@ def _image(rack: Rack) -> tuple[str, str, bytes]:
 
 
 def _provision(rack: Rack, name: str, url: str, digest: str, profile: str = "worker") -> None:
-    rack.kubectl("patch", "baremetalhost", name, "--type=merge", "-p", json.dumps({"spec": {
-        "image": {"url": url, "checksum": digest, "checksumType": "sha256"},
-        "profile": profile, "online": True}}))
+    rack.kubectl("patch", "baremetalhost", name, "--type=merge", "-p", json.dumps({
+        "metadata": {"annotations": {"baremetalhost.metal.racksmith.io/profile": profile}},
+        "spec": {"image": {"url": url, "checksum": digest, "checksumType": "sha256"},
+                 "online": True}}))
 
 
 def _disk_holds(rack: Rack, host: str, data: bytes) -> bool:

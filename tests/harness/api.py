@@ -46,6 +46,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.apiserver.server import ApiServer, ApiServerConfig
 from racksmith.apiserver.store.base import Scope
+from racksmith.app.admission import kind_admission
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from tests.harness.http import ssl_context
 from tests.harness.wait import eventually
@@ -104,7 +105,7 @@ async def serving(data_dir: Path, *, with_crds: bool = True,
     with Racksmith's CRDs unless ``with_crds`` is false; ``config`` goes to
     :class:`ApiServerConfig` (``event_log_size``...), ``extra_routes`` and
     ``public`` to :class:`ApiServer` (the console's routes)."""
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"admission": [kind_admission]} if with_crds else {}
     if extra_routes is not None:
         options["extra_routes"] = extra_routes
     if public is not None:

@@ -34,6 +34,7 @@ from racksmith.kinds.hostannotations import (
     HARDWARE_DETAILS,
     INSPECT,
     PAUSED,
+    PROFILE,
     REBOOT,
     RENDERED_LAYOUT,
     STATUS,
@@ -71,10 +72,12 @@ class Cluster(api.World):
             await self.core.create_namespaced_secret(self.ns, body)
 
     async def host(self, name: str, *, secret: str | None = None, online: bool = False,
-                   annotations: dict[str, str] | None = None, **spec: Any) -> None:
+                   annotations: dict[str, str] | None = None, profile: str | None = None,
+                   **spec: Any) -> None:
+        annotations = {**(annotations or {}), **({PROFILE: profile} if profile else {})}
         body = {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "BareMetalHost",
-            "metadata": {"name": name, "annotations": annotations or {}},
+            "metadata": {"name": name, "annotations": annotations},
             "spec": {"bmc": {"address": f"redfish://bmc-{name}.example/redfish/v1/Systems/1",
                              "credentialsName": secret or f"{name}-bmc"},
                      "bootMACAddress": "52:54:00:00:00:01", "online": online, **spec},
@@ -235,7 +238,8 @@ async def test_register_inspect_provision_deprovision(
         "kernelParameters": {"cmdline": ["console=ttyS0"]},
         "hugePages": [{"size": "2M", "count": 512}],
     })
-    await cluster.patch_host("h1", {"spec": {"image": IMAGE, "online": True, "profile": "mirror"}})
+    await cluster.patch_host("h1", {"metadata": {"annotations": {PROFILE: "mirror"}},
+                                    "spec": {"image": IMAGE, "online": True}})
     await cluster.in_state("h1", "provisioned")
 
     async def powered_on() -> bool:

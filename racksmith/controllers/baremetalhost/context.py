@@ -34,7 +34,7 @@ class Credentials:
 
 @dataclass(frozen=True)
 class ProfileLookup:
-    """The BareMetalHostProfile named by ``spec.profile``, if any."""
+    """The BareMetalHostProfile the host's profile annotation names, if any."""
 
     name: str | None = None
     spec: BareMetalHostProfileSpec | None = None

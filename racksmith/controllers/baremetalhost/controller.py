@@ -261,10 +261,11 @@ class BareMetalHostReconciler:
         calls = HostCalls(self.provisioner, identity, key, self.budget, self.metrics)
         ctx = HostContext(host=host, calls=calls, settings=self.settings)
         ctx.credentials = await self._credentials(key, host)
-        if host.spec.profile and ctx.state in _PROFILE_STATES:
-            found = await self.client.get(PROFILES, key.namespace, host.spec.profile)
+        profile = ann.profile(host.metadata.annotations)
+        if profile and ctx.state in _PROFILE_STATES:
+            found = await self.client.get(PROFILES, key.namespace, profile)
             spec = BareMetalHostProfile.model_validate(found).spec if found else None
-            ctx.profile = ProfileLookup(host.spec.profile, spec, missing=found is None)
+            ctx.profile = ProfileLookup(profile, spec, missing=found is None)
         if ctx.state is S.PROVISIONING:
             ctx.config_drive = await self._config_drive(key, host)
         if ctx.state is S.REGISTERING and (host.status is None or host.status.hardware is None):

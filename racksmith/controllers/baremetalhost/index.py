@@ -2,7 +2,7 @@
 
 Owns two indexes of the shared BareMetalHost informer (``SECRET_INDEX``:
 the credentials and user/network/meta data Secrets a host names,
-``PROFILE_INDEX``: its ``spec.profile``; values ``namespace/name``) and the
+``PROFILE_INDEX``: its profile annotation; values ``namespace/name``) and the
 mappers the Secret and BareMetalHostProfile sources use to enqueue the
 hosts that reference a changed object. The informer keeps the indexes in
 step with every host it sees, reconciled or not; the mappers read them
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from racksmith.kinds import hostannotations as ann
 from racksmith.runtime.client import Client
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import HOSTS
@@ -47,7 +48,7 @@ def secret_refs(obj: Mapping[str, Any]) -> list[str]:
 def profile_refs(obj: Mapping[str, Any]) -> list[str]:
     """Index values of a host: the BareMetalHostProfile it names, if any."""
     namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-    profile = (obj.get("spec") or {}).get("profile")
+    profile = ((obj.get("metadata") or {}).get("annotations") or {}).get(ann.PROFILE)
     return [ref(namespace, str(profile))] if profile else []
 
 

@@ -111,7 +111,11 @@ async def _reboot(ctx: HostContext, requested: list[str]) -> Proposal:
     keyed one only by whoever set it — until then the host stays off."""
     unkeyed = tuple(k for k in requested if k == ann.REBOOT)
     held = ann.held_off_by(ctx.annotations)
-    soft = any(ann.reboot_mode(ctx.annotations[k]) == ann.REBOOT_SOFT for k in requested)
+    # Soft (through the OS) when asked, as Metal3 does; after a failed power
+    # action the next try is hard (a BMC or OS that cannot do it must not
+    # keep the host on forever).
+    soft = any(ann.reboot_mode(ctx.annotations[k]) == ann.REBOOT_SOFT for k in requested) \
+        and ctx.status.error_type is not ErrorType.POWER_MANAGEMENT
     was_on = ctx.status.powered_on is not False
     result = await ctx.calls.power(False, soft=soft)
     if result.error:

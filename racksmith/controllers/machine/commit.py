@@ -51,6 +51,7 @@ from racksmith.controllers.machine.status import apply_step, same_status, status
 from racksmith.controllers.machine.timings import MachineTimings
 from racksmith.controllers.machine.userdata import render_user_data
 from racksmith.kinds.cluster import Machine
+from racksmith.kinds.hostannotations import PROFILE
 from racksmith.kinds.ipam import IpamHost
 from racksmith.kinds.lcm import LCMMachine
 from racksmith.kinds.metal import BareMetalHost
@@ -232,10 +233,10 @@ class Committer:
                 spec["image"] = _dump(image)
                 spec["userData"] = {"name": n.user_data_secret(name)}
                 spec["online"] = True
-                if profile is not None and spec.get("profile") != profile:
-                    spec["profile"] = profile
-                    body["metadata"].setdefault("annotations", {})[
-                        n.PROFILE_SET_ANNOTATION] = name
+                annotations = body["metadata"].setdefault("annotations", {})
+                if profile is not None and annotations.get(PROFILE) != profile:
+                    annotations[PROFILE] = profile
+                    annotations[n.PROFILE_SET_ANNOTATION] = name
                 await self.client.update(HOSTS, body)
                 return Outcome(events=[EventSpec(
                     "Normal", "ProvisioningRequested", f"host {host}: image {image.url}")])
@@ -246,9 +247,9 @@ class Committer:
                     spec.pop(key, None)
                 spec["online"] = False
                 if clear_profile:
-                    spec.pop("profile", None)
-                    (body["metadata"].get("annotations") or {}).pop(
-                        n.PROFILE_SET_ANNOTATION, None)
+                    annotations = body["metadata"].get("annotations") or {}
+                    annotations.pop(PROFILE, None)
+                    annotations.pop(n.PROFILE_SET_ANNOTATION, None)
                 await self.client.update(HOSTS, body)
                 return Outcome(events=[EventSpec("Normal", "HostReleased", f"host {host}")])
             case SyncNodeRoles(labels=labels, taints=taints):

@@ -26,7 +26,7 @@ RELEASE_ANNOTATION = "lcm.racksmith.io/release"
 """On a Machine: the ClusterRelease it must run (written by the LCM node flow
 when the machine's turn comes); pins the release its LCMMachine renders from."""
 PROFILE_SET_ANNOTATION = "cluster.racksmith.io/profile-set-by"
-"""On a claimed BareMetalHost: ``spec.profile`` was set by this Machine (so
+"""On a claimed BareMetalHost: its profile annotation was set by this Machine (so
 releasing the host clears it); absent when the user had set it."""
 
 USER_DATA_KEY = "userData"

@@ -55,6 +55,7 @@ from racksmith.kinds.common import (
     LocalObjectReference,
     ObjectReference,
 )
+from racksmith.kinds.hostannotations import profile as host_profile
 from racksmith.kinds.ipam import IpamHostSpec, IpamHostState, NICMapping
 from racksmith.kinds.lcm import LCMMachine, LCMMachinePhase, LCMMachineSpec
 from racksmith.kinds.metal import BareMetalHost, Image
@@ -488,7 +489,7 @@ def host_carries(host: BareMetalHost, machine: str, image: Image | None,
         and spec.user_data is not None
         and spec.user_data.name == n.user_data_secret(machine)
         and spec.online
-        and (profile is None or spec.profile == profile)
+        and (profile is None or host_profile(host.metadata.annotations) == profile)
     )
 
 

@@ -293,8 +293,9 @@ class NodeMaintenance:
                 # The request is written first: a crash in between is covered by the
                 # repeat after ``timings.reboot_retry``.
                 await _annotate_request(inside, job, {REBOOT_REQUESTED: rfc3339(at)})
+                # The key names the flow; the value is Metal3's ("": hard).
                 await _patch(self.client, HOSTS, bmh, {"metadata": {
-                    "annotations": {BMH_REBOOT_ANNOTATION: job.owner}}}, job.namespace)
+                    "annotations": {BMH_REBOOT_ANNOTATION: ""}}}, job.namespace)
                 log.info("reboot requested", bmh=bmh)
             case ReleaseReboot(bmh=bmh):
                 await _patch(self.client, HOSTS, bmh, {"metadata": {

@@ -145,14 +145,16 @@ def test_merge_keeps_false_values_and_combines_lists() -> None:
 
 async def test_reference_index_maps_secrets_and_profiles_to_hosts() -> None:
     from racksmith.controllers.baremetalhost.index import HostReferences
+    from racksmith.kinds.hostannotations import PROFILE
     from racksmith.runtime.client import Client
     from racksmith.runtime.resources import HOSTS
     from tests.unit.baremetalhost.doubles import ListWatchApi
 
     def host(name: str, secret: str, profile: str | None, rv: str = "1") -> dict[str, Any]:
-        return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv},
+        return {"metadata": {"namespace": "ns", "name": name, "resourceVersion": rv,
+                             "annotations": {PROFILE: profile} if profile else {}},
                 "spec": {"bmc": {"address": "ipmi://x", "credentialsName": secret},
-                         "userData": {"name": "ud"}, "profile": profile}}
+                         "userData": {"name": "ud"}}}
 
     api = ListWatchApi([host("a", "s1", "p"), host("b", "s1", None)])
     client = Client(api)  # type: ignore[arg-type]  # a stand-in ApiClient

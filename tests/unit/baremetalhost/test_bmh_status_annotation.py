@@ -24,7 +24,8 @@ def live(state: str) -> dict[str, Any]:
         "apiVersion": "metal3.io/v1alpha1", "kind": "BareMetalHost",
         "metadata": {"name": "w0", "namespace": "old", "uid": "u1", "resourceVersion": "42",
                      "finalizers": [ann.FINALIZER], "labels": {"rack": "r1"},
-                     "annotations": {"note": "kept"},
+                     "annotations": {"note": "kept",
+                                     "kubectl.kubernetes.io/last-applied-configuration": "{}"},
                      "managedFields": [{"manager": "x"}]},
         "spec": {"online": True, "bmc": {"address": "redfish://b/redfish/v1/Systems/1",
                                          "credentialsName": "w0-bmc"}},
@@ -49,6 +50,7 @@ def test_export_carries_the_status_and_nothing_the_server_set() -> None:
     copied = json.loads(out["metadata"]["annotations"][ann.STATUS])
     assert copied == live("provisioned")["status"]
     assert out["metadata"]["annotations"]["note"] == "kept"
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in out["metadata"]["annotations"]
     # The recreated host passes the admission rules.
     assert host_violations(out, None, "new") == []
 
@@ -84,7 +86,8 @@ def test_a_value_that_is_not_a_status_is_ignored() -> None:
 def test_annotation_values() -> None:
     assert ann.reboot_mode("") == "hard" and ann.reboot_mode('{"mode":"soft"}') == "soft"
     assert ann.reboot_mode('{"mode":"hard","force":true}') == "hard"
-    assert ann.reboot_mode("soft") is None and ann.reboot_mode('{"when":"now"}') is None
+    assert ann.reboot_mode("soft") is None and ann.reboot_mode('{"mode":"now"}') is None
+    assert ann.reboot_mode('{"owner":"x"}') == "hard"  # other keys ignored, as in Metal3
     assert ann.detach_arguments("") == ann.DetachArguments()
     assert ann.detach_arguments('{"deleteAction":"delay"}') == ann.DetachArguments("delay")
     assert ann.detach_arguments('{"force":"yes"}') is None

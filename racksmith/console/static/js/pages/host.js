@@ -63,7 +63,7 @@ function statusFacts(host) {
       ["BMC address", val("bmc", spec.bmc ? h("code", {}, bmcAddress(spec.bmc.address)) : "")],
       ["Boot MAC", val("bootMAC", spec.bootMACAddress ? h("code", {}, spec.bootMACAddress) : "")],
       ["Boot mode", val("bootMode", prov.bootMode || spec.bootMode)],
-      ["Profile", val("profile", spec.profile)],
+      ["Profile", val("profile", hostProfile(host))],
       ["Image", val("image", (prov.image || spec.image || {}).url)],
       ["Rack", val("rack", (host.metadata.labels || {})["metal.racksmith.io/rack"])],
       ["Description", spec.description],
@@ -127,12 +127,19 @@ function inventory(host, inv) {
   ];
 }
 
+// Racksmith's profile annotation (Metal3's kind carries Metal3's fields only).
+const PROFILE_ANNOTATION = "baremetalhost.metal.racksmith.io/profile";
+
+function hostProfile(host) {
+  return ((host.metadata || {}).annotations || {})[PROFILE_ANNOTATION];
+}
+
 function profileSummary(host, fetchedProfile) {
-  const name = (host.spec || {}).profile;
+  const name = hostProfile(host);
   const hostCond = condition(host, "ProfileValid");
   const out = [];
   if (!name) {
-    out.push(h("p", { class: "muted" }, "No profile: spec.profile is empty, the image is written " +
+    out.push(h("p", { class: "muted" }, "No profile: no baremetalhost.metal.racksmith.io/profile annotation, the image is written " +
       "without a custom disk layout."));
   } else {
     const prof = fetchedProfile.value;
@@ -282,7 +289,7 @@ export function mount(el, params, ctx) {
   const hostInf = informer(R.hosts);
   const evInf = informer(R.events, { fieldSelector: `involvedObject.name=${name}` });
   const inv = fetched(() => [R.inventories, name]);
-  const prof = fetched(() => [R.profiles, (current.spec || {}).profile]);
+  const prof = fetched(() => [R.profiles, hostProfile(current)]);
 
   // The action area is built once (focus and a pending request survive renders).
   const reasonId = uid("power-reason");
@@ -383,7 +390,7 @@ export function mount(el, params, ctx) {
     renderOp(host);
     const hist = (host.status || {}).operationHistory || {};
     inv.want(`${host.metadata.uid} ${JSON.stringify(hist.inspect || {})} ${hostState(host)}`);
-    const pname = (host.spec || {}).profile;
+    const pname = hostProfile(host);
     prof.want(pname ? `${pname} ${JSON.stringify(condition(host, "ProfileValid") || {})} ${hostState(host)}` : "");
     fill(invBox, inventory(host, inv.value));
     fill(profBox, profileSummary(host, prof));
