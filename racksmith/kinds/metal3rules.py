@@ -16,7 +16,8 @@ Metal3 user reads what they already know:
   checksum (required, but for live-iso); the annotations' values (reboot
   mode JSON, detached arguments JSON, inspect, hardware details only with
   inspection disabled, the status copy);
-- on an update: ``bootMACAddress`` is immutable once set; the BMC address
+- on an update (a violation the stored object already has is not counted:
+  ratcheting): ``bootMACAddress`` is immutable once set; the BMC address
   changes only while registering or detached; ``externallyProvisioned`` is
   switched on only from available;
 - Metal3 fields Racksmith does not implement are refused with the field's
@@ -62,17 +63,27 @@ Obj = Mapping[str, Any]
 
 
 def host_violations(obj: Obj, old: Obj | None, namespace: str) -> list[Violation]:
-    """Every reason to refuse writing ``obj`` (over ``old``, None on create)."""
+    """Every reason to refuse writing ``obj`` (over ``old``, None on create).
+
+    On an update, a violation the stored object already has is not counted
+    (ratcheting, as Kubernetes ratchets CRD validation): a host stored
+    before a rule existed can still get its status, finalizers and
+    deletion written; a change that breaks a rule is refused."""
+    out = _static(obj, namespace)
+    if old is None:
+        return out
+    known = set(_static(old, namespace))
+    out = [v for v in out if v not in known]
+    return out + _changes(_map(obj.get("spec")), _map(old.get("spec")),
+                          _map(old.get("status")), _map(obj.get("status")))
+
+
+def _static(obj: Obj, namespace: str) -> list[Violation]:
+    """The rules over one object alone."""
     spec = _map(obj.get("spec"))
     meta = _map(obj.get("metadata"))
-    out: list[Violation] = []
-    out += _name(str(meta.get("name") or ""))
-    out += _spec(spec, namespace)
-    out += _annotations(_map(meta.get("annotations")), spec)
-    if old is not None:
-        out += _changes(spec, _map(old.get("spec")), _map(old.get("status")),
-                        _map(obj.get("status")))
-    return out
+    return [*_name(str(meta.get("name") or "")), *_spec(spec, namespace),
+            *_annotations(_map(meta.get("annotations")), spec)]
 
 
 def _map(value: Any) -> Mapping[str, Any]:

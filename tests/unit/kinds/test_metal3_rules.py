@@ -143,6 +143,17 @@ def test_externally_provisioned_is_switched_on_only_from_available() -> None:
                      "enabled when in Available state, currently in inspecting"}
 
 
+def test_a_stored_violation_does_not_block_other_writes() -> None:
+    """Ratcheting: a host stored before a rule existed still gets its status
+    and metadata written; a new violation is refused."""
+    legacy = host("0b1e9a52-6d9d-4c51-9d5b-0c1b8f3c2c11", image={"url": "http://i/x.qcow2"})
+    written = {**legacy, "status": state("available")}
+    assert paths(written, legacy) == {}
+    worse = host("0b1e9a52-6d9d-4c51-9d5b-0c1b8f3c2c11", image={"url": "http://i/x.qcow2"},
+                 firmware={})
+    assert set(paths(worse, legacy)) == {"spec.firmware"}
+
+
 def test_every_violation_is_reported_at_once() -> None:
     found = paths(host(firmware={}, customDeploy={"method": "m"}, taints=[{"key": "k"}]))
     assert set(found) == {"spec.firmware", "spec.customDeploy", "spec.taints"}
