@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,6 +42,7 @@ from racksmith.kinds.bmcaddress import BMCAddressError, parse_bmc_address
 from racksmith.kinds.hardware import HardwareDetails
 from racksmith.kinds.metal import BareMetalHostStatus
 
+M = TypeVar("M", bound=BaseModel)
 Violation = tuple[str, str]
 """(field path, message)."""
 
@@ -220,17 +221,22 @@ def _hardware_details(text: str, annotations: Obj, spec: Obj) -> list[Violation]
     if not _inspection_disabled(annotations, spec):
         return [(path, "when hardware details are provided, inspection must be disabled "
                  f"(either via {ann.INSPECT} annotation or inspectionMode field)")]
+    decoded = _decode(HardwareDetails, text)
+    if isinstance(decoded, str):
+        return [(path, f"error decoding the {ann.HARDWARE_DETAILS} annotation: {decoded}")]
+    return []
+
+
+def _decode(model: type[M], text: str) -> M | str:
+    """``text`` decoded strictly into ``model`` (as Metal3 decodes an
+    annotation's JSON: unknown fields refused), or why not."""
     try:
         raw = json.loads(text)
-        HardwareDetails.model_validate(raw)
+        value = model.model_validate(raw)
     except ValueError as exc:
-        detail = _first_error(exc) if isinstance(exc, ValidationError) else "not JSON"
-        return [(path, f"error decoding the {ann.HARDWARE_DETAILS} annotation: {detail}")]
-    unknown = unknown_field(HardwareDetails, raw)
-    if unknown:
-        return [(path, f"error decoding the {ann.HARDWARE_DETAILS} annotation: unknown "
-                 f"field {unknown!r}")]
-    return []
+        return _first_error(exc) if isinstance(exc, ValidationError) else "not JSON"
+    unknown = unknown_field(model, raw)
+    return f"unknown field {unknown!r}" if unknown else value
 
 
 def unknown_field(model: type[BaseModel], data: Any, where: str = "") -> str | None:
@@ -264,15 +270,9 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 def _status_copy(text: str) -> list[Violation]:
     path = _path(ann.STATUS)
-    try:
-        raw = json.loads(text)
-        status = BareMetalHostStatus.model_validate(raw)
-    except ValueError as exc:
-        detail = _first_error(exc) if isinstance(exc, ValidationError) else "not JSON"
-        return [(path, f"error decoding status annotation: {detail}")]
-    unknown = unknown_field(BareMetalHostStatus, raw)
-    if unknown:
-        return [(path, f"error decoding status annotation: unknown field {unknown!r}")]
+    status = _decode(BareMetalHostStatus, text)
+    if isinstance(status, str):
+        return [(path, f"error decoding status annotation: {status}")]
     op = status.operational_status.value if status.operational_status else ""
     if op not in STATUS_OPERATIONAL:
         return [(path, f"invalid operationalStatus '{op}' in the {ann.STATUS} annotation")]

@@ -119,6 +119,12 @@ class Cluster(api.World):
     async def gone_host(self, name: str) -> None:
         await self.gone(name, lambda: self.read(name))
 
+    async def available(self, name: str, **host: Any) -> None:
+        """Host ``name`` (and its Secret) created (``host``: its options): available."""
+        await self.secret(f"{name}-bmc")
+        await self.host(name, **host)
+        await self.in_state(name, "available")
+
     async def provisioned(self, backend: FixtureProvisioner, name: str) -> FixtureNode:
         """Host ``name`` (and its Secret) created with an image: provisioned and on."""
         await self.secret(f"{name}-bmc")
@@ -185,9 +191,7 @@ def no_secret_anywhere(*objects: Any) -> None:
 async def test_register_inspect_provision_deprovision(
     cluster: Cluster, backend: FixtureProvisioner, controller: Controller
 ) -> None:
-    await cluster.secret("h1-bmc")
-    await cluster.host("h1")
-    await cluster.in_state("h1", "available")
+    await cluster.available("h1")
 
     async def power_known() -> bool:
         return status_of(await cluster.read("h1")).get("poweredOn") is False
@@ -554,9 +558,7 @@ async def hardware_data(cluster: Cluster, name: str) -> dict[str, Any] | None:
 async def test_hardware_data_is_written_by_inspection_and_rebuilt_when_deleted(
     cluster: Cluster, backend: FixtureProvisioner, controller: Controller
 ) -> None:
-    await cluster.secret("hd1-bmc")
-    await cluster.host("hd1")
-    await cluster.in_state("hd1", "available")
+    await cluster.available("hd1")
     found = await eventually(lambda: hardware_data(cluster, "hd1"), "hd1's HardwareData")
     inventory = await cluster.read("hd1", "baremetalhostinventories")
     assert inventory is not None

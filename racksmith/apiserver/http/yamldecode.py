@@ -4,7 +4,9 @@ Owns: turning a YAML body into what the JSON decoder would have produced
 (kube-apiserver converts YAML to JSON first, sigs.k8s.io/yaml):
 
 * scalars keep JSON's types only: YAML 1.1 timestamps stay strings (no
-  ``datetime``), ``!!binary`` and other non-JSON tags are refused;
+  ``datetime``), and so do YAML 1.1's base-60 numbers (go-yaml has none:
+  an unquoted MAC address such as ``52:54:00:12:34:56`` is a string),
+  ``!!binary`` and other non-JSON tags are refused;
 * map keys become strings (``1: a`` → ``{"1": "a"}``, ``true`` →
   ``"true"``), as YAMLToJSON does; a key that is itself a map or a list is
   refused;
@@ -24,6 +26,7 @@ maps it to a 400 Status.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import yaml
@@ -45,11 +48,22 @@ class _Loader(_BASE):  # type: ignore[misc,valid-type]
     """SafeLoader without the YAML-1.1-only types JSON has no word for."""
 
 
-# Timestamps stay strings (kube's YAML → JSON keeps them as text).
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+
+# Timestamps stay strings (kube's YAML → JSON keeps them as text); ints and
+# floats are resolved again below, without YAML 1.1's base-60 forms.
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_TIMESTAMP, _INT, _FLOAT)]
     for first, resolvers in _BASE.yaml_implicit_resolvers.items()
 }
+_Loader.add_implicit_resolver(_INT, re.compile(
+    r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$"),
+    list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT, re.compile(
+    r"^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+0123456789."))
 
 
 def _refuse(_loader: yaml.SafeLoader, node: yaml.Node) -> Any:
@@ -169,6 +183,19 @@ def load(body: bytes) -> Any:
         value = yaml.load(body, Loader=_Loader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise YamlBodyError(f"error decoding YAML: {' '.join(str(exc).split())}") from None
+    return _bounded(value)
+
+
+def load_all(text: str) -> list[Any]:
+    """The JSON value of every document of ``text`` (each bounded as ``load``)."""
+    try:
+        values = list(yaml.load_all(text, Loader=_Loader))  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise YamlBodyError(f"error decoding YAML: {' '.join(str(exc).split())}") from None
+    return [_bounded(v) for v in values]
+
+
+def _bounded(value: Any) -> Any:
     if not isinstance(value, dict | list):
         return value
     if _is_cyclic(value):
