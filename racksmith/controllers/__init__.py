@@ -36,6 +36,8 @@ from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetal
 from racksmith.controllers.baremetalhost.controller import ACCESS as BAREMETALHOST_ACCESS
 from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.cluster.controller import ACCESS as CLUSTER_ACCESS
+from racksmith.controllers.firmware import FirmwareTimings, firmware_controller
+from racksmith.controllers.firmware.controller import ACCESS as FIRMWARE_ACCESS
 from racksmith.controllers.ipam import subnet_controller
 from racksmith.controllers.ipam.subnet import ACCESS as SUBNET_ACCESS
 from racksmith.controllers.ipamhost import (
@@ -74,6 +76,7 @@ from racksmith.runtime.planes import ClusterPlane
 
 CONTROLLER_ACCESS: dict[str, Access] = {
     "baremetalhost": BAREMETALHOST_ACCESS,
+    "firmware": FIRMWARE_ACCESS,
     "subnet": SUBNET_ACCESS,
     "ipamhost": IPAMHOST_ACCESS,
     "l2template": L2TEMPLATE_ACCESS,
@@ -147,6 +150,8 @@ class ControllerTimings:
 
     baremetalhost: BareMetalHostSettings = field(default_factory=BareMetalHostSettings)
     """BareMetalHost controller: polls, back-off and call budget."""
+    firmware: FirmwareTimings = field(default_factory=FirmwareTimings)
+    """Firmware (HostFirmwareSettings) controller."""
     ipamhost: IpamHostTimings = field(default_factory=IpamHostTimings)
     """IpamHost controller."""
     machine: MachineTimings = field(default_factory=MachineTimings)
@@ -205,8 +210,8 @@ def all_controllers(
     recorder: EventRecorder | None = None,
     client_for: Callable[[str], Any] | None = None,
 ) -> list[Controller]:
-    """Every controller of this release: the BareMetalHost controller when a
-    ``provisioner`` (the backend that drives servers) is given, the IPAM
+    """Every controller of this release: the BareMetalHost and firmware
+    controllers when a ``provisioner`` (the backend that drives servers) is given, the IPAM
     (Subnet) controller when ``ipam`` is true — it needs no provisioner — and
     the cluster layer (Machine, Cluster, IpamHost, L2Template, Volume, the
     pre-bound claim binder, the LCM update controller and the graceful
@@ -233,6 +238,8 @@ def all_controllers(
                                      registry=registry, settings=t.baremetalhost,
                                      recorder=events)
         )
+        controllers.append(firmware_controller(c("firmware"), provisioner, workers=min(workers, 4),
+                                               timings=t.firmware, recorder=events))
     if ipam or cluster is not None:
         controllers.append(subnet_controller(c("subnet"), workers=min(workers, 2),
                                              recorder=events))

@@ -50,6 +50,7 @@ NODE_FIELDS = (
     "uuid", "name", "driver", "driver_info", "properties", "instance_info",
     "provision_state", "target_provision_state", "power_state", "target_power_state",
     "last_error", "maintenance", "fault", "automated_clean", "inspection_finished_at",
+    "bios_interface", "extra",
 )
 
 
@@ -498,6 +499,13 @@ class IronicClient:
                 return None
             raise
         return _obj(body)
+
+    async def get_bios(self, node: str) -> list[JsonObject]:
+        """The node's cached BIOS settings with their registry fields
+        (``attribute_type``, ``allowable_values``, bounds...); [] if none."""
+        body = await self.request("GET", f"/v1/nodes/{node}/bios", params={"detail": "True"},
+                                  host=node)
+        return list(body.get("bios", [])) if isinstance(body, dict) else []
 
     async def get_history(self, node: str) -> list[JsonObject]:
         body = await self.request("GET", f"/v1/nodes/{node}/history", host=node)

@@ -175,7 +175,7 @@ def enabled_interfaces(ipmi: bool, fake_bmc: bool = False) -> dict[str, list[str
         "inspect": ["fake", "redfish", "agent", "no-inspect", "idrac-redfish"],
         "management": ["fake", "redfish", "noop", "idrac-redfish"],
         "power": ["fake", "redfish", "idrac-redfish"],
-        "bios": ["no-bios", "fake", "redfish"],
+        "bios": ["no-bios", "fake", "redfish", "idrac-redfish"],
         "console": ["no-console"],
         "firmware": ["no-firmware", "fake", "redfish"],
         "network": ["noop"],
@@ -312,6 +312,9 @@ def config_sections(settings: IronicSettings, *, ipmi: bool,
             "file_permission": str(0o600),  # the ISOs published there, as [pxe]
             "connection_attempts": "3",
             "connection_retry_interval": "1",
+            # How soon a BIOS change waiting for its reboot is looked at
+            # again (servicing, cleaning): Ironic's wait-state check period.
+            "firmware_update_status_interval": str(settings.check_provision_state_interval),
         },
         "oslo_concurrency": {"lock_path": str(d / "locks")},
         "json_rpc": {"auth_strategy": "noauth"},

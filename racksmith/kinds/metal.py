@@ -57,6 +57,10 @@ class ProvisioningState(DocEnum):
     AVAILABLE = "available", "Inspected, cleaned and ready to be provisioned."
     PROVISIONING = "provisioning", "The image is being written to the host."
     PROVISIONED = "provisioned", "The image is on the host and it boots from it."
+    SERVICING = (
+        "servicing",
+        "A provisioned host takes new firmware settings (during a reboot); its disk is kept.",
+    )
     EXTERNALLY_PROVISIONED = (
         "externally provisioned",
         "The host was provisioned outside Racksmith; only power is managed.",
@@ -88,6 +92,7 @@ class ErrorType(DocEnum):
     PROVISIONING = "provisioning error", "Writing the image or deprovisioning failed."
     POWER_MANAGEMENT = "power management error", "Powering the host on or off failed."
     DETACH = "detach error", "Detaching the host from the provisioner failed."
+    SERVICING = "servicing error", "Changing a provisioned host's firmware settings failed."
 
 
 class BootMode(DocEnum):

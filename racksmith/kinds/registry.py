@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from racksmith.kinds.base import Resource
 from racksmith.kinds.cluster import Cluster, ClusterRelease, Machine
+from racksmith.kinds.firmware import FirmwareSchema, HostFirmwareSettings
 from racksmith.kinds.hostprofile import BareMetalHostProfile
 from racksmith.kinds.ipam import IPaddr, IpamHost, L2Template, Subnet
 from racksmith.kinds.lcm import (
@@ -32,6 +33,8 @@ ALL_KINDS: tuple[type[Resource], ...] = (
     BareMetalHost,
     BareMetalHostInventory,
     HardwareData,
+    HostFirmwareSettings,
+    FirmwareSchema,
     BareMetalHostProfile,
     Subnet,
     IPaddr,

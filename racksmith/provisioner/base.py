@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
+from racksmith.kinds.firmware import SettingSchema
 from racksmith.kinds.hardware import HardwareDetails
 
 
@@ -44,6 +45,8 @@ class ErrorKind(StrEnum):
     """A power change failed."""
     DETACH = "detach error"
     """The host could not be detached from the backend."""
+    SERVICING = "servicing error"
+    """Changing a provisioned host's firmware settings failed."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,16 @@ class InspectResult:
     """The backend's full inventory, for BareMetalHostInventory."""
 
 
+@dataclass(frozen=True)
+class FirmwareReading:
+    """A host's firmware (BIOS) settings as the backend last read them."""
+
+    settings: dict[str, str]
+    """Current values by setting name."""
+    schema: dict[str, SettingSchema]
+    """What each setting accepts (empty where the BMC has no registry)."""
+
+
 class BackendUnavailable(Exception):
     """The backend cannot be reached (retry later; never a host error)."""
 
@@ -184,6 +197,16 @@ class Provisioner(Protocol):
     async def delete(self, host: HostIdentity) -> Result:
         """Remove the host from the backend (powering it off first).
         done = gone (also when it was never there)."""
+
+    async def firmware(self, host: HostIdentity) -> FirmwareReading | None:
+        """The host's firmware settings; None when it has none (not registered,
+        or a BMC without settings)."""
+
+    async def service_firmware(self, host: HostIdentity, settings: dict[str, str]) -> Result:
+        """Give a provisioned host these firmware values without deprovisioning
+        it (done at once when it has them already). The backend reboots the
+        host to apply them. A failed change is reported until it is asked
+        for different values (an edit, or going back to the old ones)."""
 
     async def detach(self, host: HostIdentity) -> Result:
         """Stop managing the host without touching the server (node removed

@@ -20,11 +20,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from racksmith.kinds.firmware import AttributeType, SettingSchema, same_value
 from racksmith.kinds.hardware import CPU, NIC, DiskType, HardwareDetails, Storage, SystemVendor
 from racksmith.provisioner.base import (
     BackendUnavailable,
     BMCAccess,
     ErrorKind,
+    FirmwareReading,
     HostIdentity,
     InspectResult,
     ProvisionRequest,
@@ -42,7 +44,22 @@ DEFAULT_STEPS = {
     "power": 1,
     "delete": 1,
     "detach": 1,
+    "service": 2,
 }
+
+FIRMWARE_SETTINGS = {"BootMode": "Uefi", "ProcTurboMode": "Enabled", "NumCores": "16",
+                     "QuietBoot": "true"}
+"""Every fixture host's firmware settings before anyone changes them."""
+FIRMWARE_SCHEMA = {
+    "BootMode": SettingSchema(attribute_type=AttributeType.ENUMERATION,
+                              allowable_values=["Bios", "Uefi"]),
+    "ProcTurboMode": SettingSchema(attribute_type=AttributeType.ENUMERATION,
+                                   allowable_values=["Enabled", "Disabled"]),
+    "NumCores": SettingSchema(attribute_type=AttributeType.INTEGER, lower_bound=10,
+                              upper_bound=20, read_only=True),
+    "QuietBoot": SettingSchema(attribute_type=AttributeType.BOOLEAN),
+}
+"""What the fixture's firmware settings accept."""
 
 
 def default_hardware(host: HostIdentity) -> HardwareDetails:
@@ -90,6 +107,9 @@ class FixtureNode:
     deploy_error: str | None = None
     deployed: ProvisionRequest | None = None
     last_request: ProvisionRequest | None = None
+    firmware: dict[str, str] = field(default_factory=lambda: dict(FIRMWARE_SETTINGS))
+    service_failed: dict[str, str] | None = None
+    """The values of a servicing that failed (reported until others are asked)."""
 
 
 class FixtureProvisioner:
@@ -121,6 +141,10 @@ class FixtureProvisioner:
         """Every call in order: (node name, operation)."""
         self.detached: Counter[str] = Counter()
         self.deleted: Counter[str] = Counter()
+        self.services: Counter[str] = Counter()
+        """Servicings (firmware changes) completed per node name."""
+        self.refused_settings: set[str] = set()
+        """Setting names a servicing fails on (the BMC does not apply them)."""
         self._ids = 0
 
     # ----------------------------------------------------------- test helpers
@@ -315,6 +339,38 @@ class FixtureProvisioner:
         node.powered_on = False
         del self.nodes[host.node_name]
         self.deleted[host.node_name] += 1
+        return Result(done=True, dirty=True)
+
+    async def firmware(self, host: HostIdentity) -> FirmwareReading | None:
+        self._enter(host, "firmware")
+        node = self.nodes.get(host.node_name)
+        if node is None or node.state == "enroll":
+            return None
+        return FirmwareReading(settings=dict(node.firmware), schema=dict(FIRMWARE_SCHEMA))
+
+    async def service_firmware(self, host: HostIdentity, settings: dict[str, str]) -> Result:
+        self._enter(host, "service")
+        node = self._registered(host, ErrorKind.SERVICING)
+        if isinstance(node, Result):
+            return node
+        if node.state != "active":
+            return Result.fail(ErrorKind.SERVICING,
+                               f"cannot change firmware settings in state {node.state!r}")
+        if node.service_failed == settings:
+            return Result.fail(ErrorKind.SERVICING,
+                               f"settings {sorted(node.service_failed)} were not applied")
+        if all(same_value(node.firmware.get(k), v) for k, v in settings.items()):
+            node.service_failed = None
+            return Result.ok()
+        if not self._step(node, "service", tuple(sorted(settings.items()))):
+            return self._wait()
+        refused = self.refused_settings & set(settings)
+        if refused:
+            node.service_failed = dict(settings)
+            return Result.fail(ErrorKind.SERVICING, f"settings {sorted(refused)} were not applied")
+        node.firmware.update(settings)
+        node.service_failed = None
+        self.services[host.node_name] += 1
         return Result(done=True, dirty=True)
 
     async def detach(self, host: HostIdentity) -> Result:

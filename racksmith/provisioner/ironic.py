@@ -40,11 +40,13 @@ import structlog
 
 from racksmith.ironic.client import IronicAPIError, IronicClient, IronicUnavailable, JsonObject
 from racksmith.ironic.config import FAKE_HARDWARE, IronicSettings
+from racksmith.provisioner import ironic_firmware as fw
 from racksmith.provisioner import ironic_states as st
 from racksmith.provisioner.base import (
     BackendUnavailable,
     BMCAccess,
     ErrorKind,
+    FirmwareReading,
     HostIdentity,
     InspectResult,
     ProvisionRequest,
@@ -461,6 +463,45 @@ class IronicProvisioner:
         if node is None:
             return None
         return st.power_on(node.get("power_state"))
+
+    # --- firmware -----------------------------------------------------------
+
+    @_backend_errors
+    async def firmware(self, host: HostIdentity) -> FirmwareReading | None:
+        node = await self.client.get_node(host.node_name)
+        if node is None or node.get("bios_interface") in fw.NO_SETTINGS_INTERFACES:
+            return None
+        return fw.reading(await self.client.get_bios(host.node_name))
+
+    @_backend_errors
+    async def service_firmware(self, host: HostIdentity, settings: dict[str, str]) -> Result:
+        """Servicing (``bios.apply_configuration``) from ``active``; the
+        request's fingerprint goes to the node's ``extra`` first, so that
+        ``service failed`` for these very values is reported, and a request
+        for other values services again (Ironic's only way out of it)."""
+        name = host.node_name
+        node = await self._idle_node(host, ErrorKind.SERVICING)
+        if isinstance(node, Result):
+            return node
+        state = node.get("provision_state")
+        asked = fw.fingerprint(settings)
+        if state == st.SERVICE_FAILED and (node.get("extra") or {}).get(fw.ATTEMPT_KEY) == asked:
+            return st.failure(node, kind=ErrorKind.SERVICING)
+        if state not in (st.ACTIVE, st.SERVICE_FAILED):
+            return Result.fail(ErrorKind.SERVICING,
+                               f"cannot change firmware settings in Ironic state {state!r}")
+        current = fw.reading(await self.client.get_bios(name))
+        if state == st.ACTIVE and not fw.missing(settings, current.settings if current else {}):
+            return Result.ok()
+        try:
+            await self.client.patch_node(name, [{"op": "add", "path": f"/extra/{fw.ATTEMPT_KEY}",
+                                                 "value": asked}])
+            await self.client.set_provision_state(name, "service",
+                                                  service_steps=fw.service_steps(settings))
+        except IronicAPIError as exc:
+            return self._api_failure(exc, ErrorKind.SERVICING)
+        self._log.info("servicing requested", host=name, settings=sorted(settings))
+        return Result.wait(self.timings.action_poll, dirty=True)
 
     # --- removal ------------------------------------------------------------
 

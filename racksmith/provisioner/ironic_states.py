@@ -104,7 +104,7 @@ PROVISION_STATES: dict[str, StateInfo] = {
     SERVICING: StateInfo(Phase.BUSY, poll=5.0),
     SERVICE_WAIT: StateInfo(Phase.BUSY, poll=10.0),
     SERVICE_HOLD: StateInfo(Phase.BUSY, poll=10.0),
-    SERVICE_FAILED: StateInfo(Phase.FAILED, error_kind=ErrorKind.PROVISIONING),
+    SERVICE_FAILED: StateInfo(Phase.FAILED, error_kind=ErrorKind.SERVICING),
 }
 
 #: Unknown states (a newer Ironic) are treated as busy: look again later.

@@ -11,7 +11,7 @@ adding it here.
 
 from __future__ import annotations
 
-from racksmith.kinds import cluster, hostprofile, ipam, lcm, maintenance, metal, storage
+from racksmith.kinds import cluster, firmware, hostprofile, ipam, lcm, maintenance, metal, storage
 from racksmith.kinds.base import Resource as Kind
 from racksmith.runtime.source import Resource
 
@@ -26,6 +26,8 @@ def resource_of(kind: type[Kind]) -> Resource:
 HOSTS = resource_of(metal.BareMetalHost)
 INVENTORIES = resource_of(metal.BareMetalHostInventory)
 HARDWARE_DATA = resource_of(metal.HardwareData)
+FIRMWARE_SETTINGS = resource_of(firmware.HostFirmwareSettings)
+FIRMWARE_SCHEMAS = resource_of(firmware.FirmwareSchema)
 PROFILES = resource_of(hostprofile.BareMetalHostProfile)
 
 # ipam.racksmith.io
@@ -75,6 +77,8 @@ __all__ = [
     "CLUSTER_LOCKS",
     "CMRS",
     "CONFIG_MAPS",
+    "FIRMWARE_SCHEMAS",
+    "FIRMWARE_SETTINGS",
     "HARDWARE_DATA",
     "HOSTS",
     "INVENTORIES",

@@ -355,10 +355,28 @@ def _ironic_power(rack: Rack, name: str) -> str | None:
     return str(node["power_state"]) if node["power_state"] else None
 
 
+def _firmware(rack: Rack, name: str, condition: str, status: str,
+              timeout: float = 120) -> dict[str, Any]:
+    """Until HostFirmwareSettings ``name`` has ``condition`` at ``status`` for
+    its current generation (kubectl); the object."""
+    deadline = time.monotonic() + timeout
+    hfs: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        out = rack.kubectl("get", "hfs", name, "-o", "json", check=False)
+        hfs = json.loads(out.stdout) if out.returncode == 0 else {}
+        found = [c for c in hfs.get("status", {}).get("conditions", [])
+                 if c["type"] == condition and c["status"] == status
+                 and c.get("observedGeneration") == hfs["metadata"]["generation"]]
+        if found:
+            return hfs
+        time.sleep(0.5)
+    raise AssertionError(f"HostFirmwareSettings {name}: no {condition} {status}: {hfs}")
+
+
 def test_a_metal3_site_moves_in_unchanged(rack: Rack) -> None:
     """On the servers the tests above left (one freed by the deletion, one
-    provisioned): BMO's own examples, the keyed reboot, detach, the status
-    annotation of an exported host, a paused host."""
+    provisioned): BMO's own examples, firmware settings applied in a keyed
+    reboot, detach, the status annotation of an exported host, a paused host."""
     freed, provisioned = HOSTS[2], HOSTS[1]
     servers = _emulated(rack)
     # BMO's example host, pointed at the freed server: registered, inspected, available.
@@ -391,11 +409,37 @@ def test_a_metal3_site_moves_in_unchanged(rack: Rack) -> None:
     _annotate(rack, name, {"baremetalhost.metal3.io/paused": "metal3.io/capm3"})
     rack.kubectl("patch", "bmh", name, "--type=merge", "-p", '{"spec":{"online":false}}')
 
-    # Metal3's keyed reboot: off until every key is gone.
+    # Firmware settings as Metal3 keeps them, read from the BMC's BIOS and
+    # its attribute registry (sushy-tools'): values the registry refuses are
+    # Valid False; a valid change waits for the host's next reboot.
+    hfs = _firmware(rack, provisioned, "ChangeDetected", "False")
+    assert hfs["status"]["settings"]["ProcTurboMode"] == "Enabled"
+    schema = rack.get("firmwareschema", hfs["status"]["schema"]["name"])
+    assert schema["spec"]["schema"]["ProcTurboMode"]["allowable_values"] == \
+        ["Enabled", "Disabled"]
+    rack.kubectl("patch", "hfs", provisioned, "--type=merge", "-p", json.dumps(
+        {"spec": {"settings": {"ProcTurboMode": "Turbo", "NoSuchSetting": "1"}}}))
+    refused = _firmware(rack, provisioned, "Valid", "False")
+    message = next(c["message"] for c in refused["status"]["conditions"] if c["type"] == "Valid")
+    assert "unknown enumeration value - Turbo" in message
+    assert "setting NoSuchSetting is not in the Firmware Schema" in message
+    rack.kubectl("patch", "hfs", provisioned, "--type=merge", "-p", json.dumps(
+        {"spec": {"settings": {"ProcTurboMode": "Disabled", "NoSuchSetting": None}}}))
+    _firmware(rack, provisioned, "ChangeDetected", "True")
+    written = rack.agent_status()[provisioned]["images_written"]
+
+    # Metal3's keyed reboot: off until every key is gone. The firmware change
+    # is made first, by Ironic servicing (out of band; the disk is kept).
     _annotate(rack, provisioned, {"reboot.metal3.io/a": '{"mode":"hard"}',
                                   "reboot.metal3.io/b": ""})
     rack.wait_hosts([provisioned], lambda h: h["status"].get("poweredOn") is False,
-                    timeout=120, what="off for the keyed reboot")
+                    timeout=240, what="serviced, then off for the keyed reboot")
+    code, setting = rack.ironic(f"/v1/nodes/default~{provisioned}/bios/ProcTurboMode")
+    assert code == 200 and setting["ProcTurboMode"]["value"] == "Disabled", setting
+    _firmware(rack, provisioned, "ChangeDetected", "False")
+    reasons = [e["reason"] for e in rack.events_for(provisioned)]
+    assert "ServicingStarted" in reasons and "ServicingComplete" in reasons, reasons
+    assert rack.agent_status()[provisioned]["images_written"] == written
     # One key goes; the unkeyed reboot asked with it is consumed (so the
     # controller has seen the change), and the host is still off.
     _annotate(rack, provisioned, {"reboot.metal3.io/a": None, "reboot.metal3.io": ""})

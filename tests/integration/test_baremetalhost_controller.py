@@ -29,6 +29,7 @@ from racksmith.controllers.baremetalhost import (
     BareMetalHostSettings,
     baremetalhost_controller,
 )
+from racksmith.controllers.firmware import FirmwareTimings, firmware_controller
 from racksmith.kinds.hostannotations import (
     DETACHED,
     HARDWARE_DETAILS,
@@ -662,3 +663,96 @@ async def test_a_detached_host_with_delete_delayed_waits(
     await eventually(delayed, "dd's deletion delayed")
     await cluster.patch_host("dd", {"metadata": {"annotations": {DETACHED: None}}})
     await cluster.gone_host("dd")
+
+
+# ------------------------------------------------------------- firmware settings
+
+
+@contextlib.asynccontextmanager
+async def with_firmware(client: ApiClient, backend: FixtureProvisioner
+                        ) -> AsyncIterator[None]:
+    """The BareMetalHost and firmware controllers over ``backend``."""
+    host = bmh_controller(client, backend)
+    firmware = firmware_controller(client, backend, timings=FirmwareTimings(resync=60.0))
+    async with managed(client, [host, firmware], identity="firmware-test"):
+        yield
+
+
+async def firmware_condition(cluster: Cluster, name: str, kind: str, status: str) -> dict[str, Any]:
+    """Until the HostFirmwareSettings ``name`` has condition ``kind`` at
+    ``status`` for its current generation; the object."""
+    async def check() -> dict[str, Any] | None:
+        hfs = await cluster.get(GROUP, "hostfirmwaresettings", name)
+        cond = condition(hfs, kind)
+        ok = hfs is not None and cond is not None and cond["status"] == status and \
+            cond.get("observedGeneration") == hfs["metadata"]["generation"]
+        return hfs if ok else None
+    found: dict[str, Any] = await eventually(check, f"{name}'s {kind} {status}")
+    return found
+
+
+async def test_firmware_settings_are_read_checked_and_applied_during_a_reboot(
+    client: ApiClient, cluster: Cluster, backend: FixtureProvisioner
+) -> None:
+    async with with_firmware(client, backend):
+        node = await cluster.provisioned(backend, "fw")
+        # Read from the host: an empty HostFirmwareSettings, its FirmwareSchema.
+        hfs = await firmware_condition(cluster, "fw", "ChangeDetected", "False")
+        assert hfs["spec"].get("settings", {}) == {}
+        assert hfs["status"]["settings"]["ProcTurboMode"] == "Enabled"
+        assert "ownerReferences" not in hfs["metadata"]
+        schema = await cluster.get(GROUP, "firmwareschemas", hfs["status"]["schema"]["name"])
+        assert schema is not None
+        assert schema["spec"]["hardwareVendor"] == "Fixture"
+        assert schema["spec"]["schema"]["NumCores"]["read_only"] is True
+
+        # A value the schema refuses: Valid False with Metal3's words, an Event.
+        await cluster.patch(GROUP, "hostfirmwaresettings", "fw",
+                            {"spec": {"settings": {"NumCores": 12, "BootMode": "Floppy"}}})
+        hfs = await firmware_condition(cluster, "fw", "Valid", "False")
+        message = condition(hfs, "Valid")["message"]  # type: ignore[index]
+        assert "setting NumCores is ReadOnly" in message
+        assert "unknown enumeration value - Floppy" in message
+        await cluster.has_event("fw", "ConfigurationError", type="Warning")
+
+        # A valid change waits for a reboot: nothing is done to the host yet.
+        await cluster.patch(GROUP, "hostfirmwaresettings", "fw", {"spec": {"settings": {
+            "NumCores": None, "BootMode": None, "ProcTurboMode": "Disabled"}}})
+        await firmware_condition(cluster, "fw", "Valid", "True")
+        await firmware_condition(cluster, "fw", "ChangeDetected", "True")
+        assert backend.services[cluster.key("fw")] == 0 and node.powered_on
+
+        # The maintenance flow's reboot: serviced first (the disk kept), then
+        # held off until the key goes.
+        await cluster.patch_host("fw", {"metadata": {"annotations": {f"{REBOOT}/lcm": ""}}})
+        await cluster.until_status("fw", "poweredOn", False)
+        assert await cluster.state("fw") == "provisioned"
+        assert backend.services[cluster.key("fw")] == 1
+        assert node.firmware["ProcTurboMode"] == "Disabled"
+        assert backend.calls[(cluster.key("fw"), "deprovision")] == 0
+        await cluster.has_events("fw", "ServicingStarted", "ServicingComplete")
+        await firmware_condition(cluster, "fw", "ChangeDetected", "False")
+        await cluster.patch_host("fw", {"metadata": {"annotations": {f"{REBOOT}/lcm": None}}})
+        await cluster.until_status("fw", "poweredOn", True)
+        assert backend.services[cluster.key("fw")] == 1
+
+
+async def test_a_failed_servicing_is_reported_until_the_settings_are_edited(
+    client: ApiClient, cluster: Cluster, backend: FixtureProvisioner
+) -> None:
+    backend.refused_settings = {"QuietBoot"}
+    async with with_firmware(client, backend):
+        await cluster.provisioned(backend, "fw2")
+        await firmware_condition(cluster, "fw2", "Valid", "True")
+        await cluster.patch(GROUP, "hostfirmwaresettings", "fw2",
+                            {"spec": {"settings": {"QuietBoot": "false"}}})
+        await firmware_condition(cluster, "fw2", "ChangeDetected", "True")
+        await cluster.patch_host("fw2", {"metadata": {"annotations": {f"{REBOOT}/lcm": ""}}})
+        await cluster.until_status("fw2", "errorType", "servicing error")
+        assert await cluster.state("fw2") == "servicing"
+        # Back to the host's own value: serviced again (nothing to change), done.
+        await cluster.patch(GROUP, "hostfirmwaresettings", "fw2",
+                            {"spec": {"settings": {"QuietBoot": "true"}}})
+        await cluster.until_status("fw2", "poweredOn", False)
+        assert await cluster.state("fw2") == "provisioned"
+        assert status_of(await cluster.read("fw2")).get("errorType") is None

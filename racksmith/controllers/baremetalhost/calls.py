@@ -180,5 +180,10 @@ class HostCalls:
     async def delete(self) -> Result:
         return await self._call("delete", lambda: self._provisioner.delete(self.identity))
 
+    async def service_firmware(self, settings: dict[str, str]) -> Result:
+        return await self._call("service_firmware",
+                                lambda: self._provisioner.service_firmware(self.identity,
+                                                                           settings))
+
     async def detach(self) -> Result:
         return await self._call("detach", lambda: self._provisioner.detach(self.identity))

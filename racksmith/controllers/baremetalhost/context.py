@@ -64,6 +64,13 @@ class HostContext:
     hardware_data: HardwareDetails | None = None
     """The HardwareData of the host's name, read while it registers: hardware
     known before inspection (applied with the host, from another site)."""
+    firmware: dict[str, str] | None = None
+    """The values the HostFirmwareSettings of the host's name wants (None: no
+    such object, no settings named, or ``Valid`` False), read while the host
+    is provisioned or servicing."""
+    firmware_checked: bool = True
+    """False while that object's current spec is not checked against its
+    schema yet (then a reboot waits)."""
 
     @property
     def status(self) -> BareMetalHostStatus:

@@ -8,7 +8,9 @@ Watches (shared informers of the runtime ``Client``): BareMetalHosts; and
 Secrets and BareMetalHostProfiles, mapped to the hosts that reference them
 through indexes of the host informer (``index``); and, when the
 provisioner can tell (``backend``), the hosts whose backend state changed —
-from Ironic's shared node listing. Reads the host, its BMC
+from Ironic's shared node listing; HardwareData and HostFirmwareSettings,
+mapped by name (a provisioned host asked to reboot reads the firmware
+settings it is to take). Reads the host, its BMC
 credentials and config-drive Secrets and its profile from those caches.
 Writes the host (finalizer, annotations; its status subresource) and its
 BareMetalHostInventory (``committer``, ``inventory``). Talks to the API
@@ -68,6 +70,7 @@ from racksmith.controllers.baremetalhost.status import BACKEND_REACHABLE
 from racksmith.controllers.baremetalhost.statusannotation import restored_status
 from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.common import ConditionStatus, SecretReference
+from racksmith.kinds.firmware import HostFirmwareSettings, wanted_settings
 from racksmith.kinds.hostprofile import BareMetalHostProfile
 from racksmith.kinds.metal import BareMetalHost, HardwareData
 from racksmith.kinds.metal import ProvisioningState as S
@@ -86,12 +89,19 @@ from racksmith.runtime.controller import Controller
 from racksmith.runtime.events import EventRecorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
-from racksmith.runtime.resources import HARDWARE_DATA, HOSTS, INVENTORIES, PROFILES, SECRETS
+from racksmith.runtime.resources import (
+    FIRMWARE_SETTINGS,
+    HARDWARE_DATA,
+    HOSTS,
+    INVENTORIES,
+    PROFILES,
+    SECRETS,
+)
 from racksmith.runtime.result import Done, RequeueAfter, Result
 from racksmith.runtime.source import Source
 
 CONTROLLER_NAME = "baremetalhost"
-ACCESS = (watches(HOSTS, SECRETS, PROFILES, INVENTORIES, HARDWARE_DATA)
+ACCESS = (watches(HOSTS, SECRETS, PROFILES, INVENTORIES, HARDWARE_DATA, FIRMWARE_SETTINGS)
           + writes(HOSTS, "update") + writes(HOSTS, "update", subresource="status")
           + writes(INVENTORIES, "create") + writes(INVENTORIES, "update", subresource="status")
           + writes(HARDWARE_DATA, "create", "update")
@@ -268,6 +278,11 @@ class BareMetalHostReconciler:
             ctx.profile = ProfileLookup(profile, spec, missing=found is None)
         if ctx.state is S.PROVISIONING:
             ctx.config_drive = await self._config_drive(key, host)
+        if ctx.state is S.SERVICING or (ctx.state is S.PROVISIONED
+                                        and ann.reboot_keys(host.metadata.annotations)):
+            found = await self.client.get(FIRMWARE_SETTINGS, key.namespace, key.name)
+            ctx.firmware_checked, ctx.firmware = wanted_settings(
+                HostFirmwareSettings.model_validate(found) if found else None)
         if ctx.state is S.REGISTERING and (host.status is None or host.status.hardware is None):
             found = await self.client.get(HARDWARE_DATA, key.namespace, key.name)
             if found is not None:
@@ -405,6 +420,8 @@ def baremetalhost_controller(
         client.source(PROFILES, namespace=namespace, mapper=references.profile_keys),
         # A HardwareData is named as its host: one deleted wakes the host (rebuilt).
         client.source(HARDWARE_DATA, namespace=namespace, mapper=_same_name),
+        # So is a HostFirmwareSettings: an edit wakes a host that waits on it.
+        client.source(FIRMWARE_SETTINGS, namespace=namespace, mapper=_same_name),
     ]
     if isinstance(provisioner, HostChanges):
         sources.append(BackendSource(provisioner, namespace))

@@ -16,6 +16,7 @@ from racksmith.controllers.baremetalhost.handlers_provision import (
     handle_externally_provisioned,
     handle_provisioned,
     handle_provisioning,
+    handle_servicing,
 )
 from racksmith.controllers.baremetalhost.handlers_setup import (
     handle_detached,
@@ -48,6 +49,7 @@ HANDLERS: dict[S | None, Handler] = {
     S.AVAILABLE: handle_available,
     S.PROVISIONING: handle_provisioning,
     S.PROVISIONED: handle_provisioned,
+    S.SERVICING: handle_servicing,
     S.EXTERNALLY_PROVISIONED: handle_externally_provisioned,
     S.DEPROVISIONING: handle_deprovisioning,
     S.POWERING_OFF_BEFORE_DELETE: handle_powering_off,

@@ -1,5 +1,5 @@
 """Handlers of the provisioning states: available, provisioning, provisioned,
-externally provisioned.
+servicing, externally provisioned.
 
 Available hosts start a deploy once ``spec.image`` is set and the profile
 fits the inspected hardware (otherwise they stay available with
@@ -7,8 +7,12 @@ fits the inspected hardware (otherwise they stay available with
 adopted (idempotent) and powered as ``spec.online`` says. A deploy that
 fails is recorded as a provisioning error; if it still fails once that
 error's back-off has passed, the host is deprovisioned and provisioning
-starts over (Metal3's behaviour). Dispatched by ``handlers``; they only
-propose.
+starts over (Metal3's behaviour). A provisioned host asked to reboot
+(``reboot.metal3.io``, keyed or not) whose HostFirmwareSettings want other
+values is serviced first (``servicing``: the backend applies them and
+reboots it, the disk is kept), then powered off as the reboot asks; a
+failed servicing stays in ``servicing`` with a servicing error until the
+settings are edited. Dispatched by ``handlers``; they only propose.
 """
 
 from __future__ import annotations
@@ -133,11 +137,49 @@ def _failed_again(ctx: HostContext, result: Result) -> bool:
 
 async def handle_provisioned(ctx: HostContext) -> Proposal:
     """Keep the deployed host adopted and powered as asked; deprovision when the
-    image goes away or changes."""
+    image goes away or changes; service it when a reboot is asked and its
+    firmware settings are to change."""
     if ctx.deleting or _image_changed(ctx):
         return Proposal(next_state=S.DEPROVISIONING, clear_error=True,
                         detail="host deleted" if ctx.deleting else "image changed or removed")
+    if ann.reboot_keys(ctx.annotations) and ctx.status.powered_on is not False:
+        if not ctx.firmware_checked:
+            # The settings were edited and not checked against the schema yet:
+            # the reboot waits for the check rather than go without them.
+            return Proposal(requeue_after=ctx.settings.poll_default)
+        if ctx.firmware:
+            return await _service(ctx, entering=True)
     return await _steady(ctx, ctx.host.spec.image)
+
+
+async def handle_servicing(ctx: HostContext) -> Proposal:
+    """Wait for the firmware change to finish; a deleted host is deprovisioned
+    (once the backend is done)."""
+    if ctx.deleting:
+        return Proposal(next_state=S.DEPROVISIONING, clear_error=True, detail="host deleted")
+    return await _service(ctx, entering=False)
+
+
+async def _service(ctx: HostContext, *, entering: bool) -> Proposal:
+    """Ask the backend for the wanted firmware values. Entering: nothing to
+    change → the reboot goes on; a change started → ``servicing``. In
+    servicing: done → ``provisioned`` (whose reboot then powers the host off)."""
+    proposal, registered = await ensure_registered(ctx)
+    if not registered:
+        return proposal
+    result = await ctx.calls.service_firmware(ctx.firmware or {})
+    if result.error:
+        return proposal.merged(failed(ctx, result, ErrorType.SERVICING))
+    if result.done:
+        if entering:
+            return proposal.merged(await _steady(ctx, ctx.host.spec.image))
+        return proposal.merged(Proposal(next_state=S.PROVISIONED, clear_error=True,
+                                        requeue_after=0.0))
+    if entering and result.dirty:
+        return proposal.merged(Proposal(
+            next_state=S.SERVICING, clear_error=True, requeue_after=ctx.poll_delay(result),
+            detail=f"firmware settings {', '.join(sorted(ctx.firmware or {}))}"))
+    return proposal.merged(waiting(ctx, result))
 
 
 async def handle_externally_provisioned(ctx: HostContext) -> Proposal:

@@ -36,7 +36,7 @@ patches carry no precondition; a request created meanwhile by another
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -248,8 +248,7 @@ class NodeMaintenance:
             if raw_bmh is not None:
                 bmh = str(host)
                 pending = BMH_REBOOT_ANNOTATION in _annotations(raw_bmh)
-                powered = (raw_bmh.get("status") or {}).get("poweredOn")
-                powered_on = powered if isinstance(powered, bool) else None
+                powered_on = bmh_powered_on(raw_bmh)
         return NodeObserved(
             job=job, now=now, node=node, request=request, locks=locks, pods=pods,
             machine_release=machine_release,
@@ -560,3 +559,14 @@ def request_body(job: NodeJob, was_unschedulable: bool) -> dict[str, Any]:
 
 
 __all__ = ["MAX_ACTIONS", "NodeMaintenance", "OwnersAlive", "request_body"]
+
+
+def bmh_powered_on(bmh: Mapping[str, Any]) -> bool | None:
+    """A BareMetalHost's ``status.poweredOn`` as the node flow reads it (None:
+    not known). A host being serviced (new firmware settings) reboots on its
+    own: it does not count as off for this reboot until servicing is over."""
+    status = bmh.get("status") or {}
+    powered = status.get("poweredOn")
+    if (status.get("provisioning") or {}).get("state") == "servicing":
+        return None
+    return powered if isinstance(powered, bool) else None

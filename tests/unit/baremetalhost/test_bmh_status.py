@@ -192,8 +192,12 @@ def test_all_controllers_includes_the_host_controller_with_a_provisioner() -> No
     from racksmith.provisioner.fixture import FixtureProvisioner
 
     assert all_controllers(object(), workers=2) == []
-    (controller,) = all_controllers(object(), workers=2, provisioner=FixtureProvisioner())
+    controller, firmware = all_controllers(object(), workers=2, provisioner=FixtureProvisioner())
     assert controller.name == "baremetalhost" and controller.workers == 2
     assert [str(s.resource) for s in controller.sources] == [  # type: ignore[attr-defined]
         "baremetalhosts.metal3.io", "secrets",
-        "baremetalhostprofiles.metal.racksmith.io", "hardwaredata.metal3.io"]
+        "baremetalhostprofiles.metal.racksmith.io", "hardwaredata.metal3.io",
+        "hostfirmwaresettings.metal3.io"]
+    assert firmware.name == "firmware"
+    assert [str(s.resource) for s in firmware.sources] == [  # type: ignore[attr-defined]
+        "baremetalhosts.metal3.io", "hostfirmwaresettings.metal3.io"]

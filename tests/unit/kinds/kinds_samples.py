@@ -121,6 +121,37 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "metadata": _meta("rack1-u12"),
         "spec": {"hardware": _HARDWARE},
     },
+    "HostFirmwareSettings": {
+        "apiVersion": "metal3.io/v1alpha1",
+        "kind": "HostFirmwareSettings",
+        "metadata": _meta("rack1-u12"),
+        "spec": {"settings": {"ProcTurboMode": "Disabled", "NumCores": 12}},
+        "status": {
+            "schema": {"name": "schema-1a2b3c4d", "namespace": "default"},
+            "settings": {"ProcTurboMode": "Enabled", "NumCores": "16"},
+            "lastUpdated": T1,
+            "conditions": [
+                {"type": "Valid", "status": "False", "reason": "ConfigurationError",
+                 "message": "setting NumCores is ReadOnly", "lastTransitionTime": T1,
+                 "observedGeneration": 1},
+            ],
+        },
+    },
+    "FirmwareSchema": {
+        "apiVersion": "metal3.io/v1alpha1",
+        "kind": "FirmwareSchema",
+        "metadata": _meta("schema-1a2b3c4d"),
+        "spec": {
+            "hardwareVendor": "Dell Inc.",
+            "hardwareModel": "PowerEdge R650",
+            "schema": {
+                "ProcTurboMode": {"attribute_type": "Enumeration",
+                                  "allowable_values": ["Enabled", "Disabled"]},
+                "NumCores": {"attribute_type": "Integer", "lower_bound": 10,
+                             "upper_bound": 20, "read_only": True},
+            },
+        },
+    },
     "BareMetalHostProfile": {
         "apiVersion": "metal.racksmith.io/v1alpha1",
         "kind": "BareMetalHostProfile",

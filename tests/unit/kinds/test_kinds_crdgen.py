@@ -22,6 +22,8 @@ CATALOGUE = {
     "BareMetalHost": ("metal3.io", True),
     "BareMetalHostInventory": ("metal.racksmith.io", True),
     "HardwareData": ("metal3.io", True),
+    "HostFirmwareSettings": ("metal3.io", True),
+    "FirmwareSchema": ("metal3.io", True),
     "BareMetalHostProfile": ("metal.racksmith.io", True),
     "Subnet": ("ipam.racksmith.io", True),
     "IPaddr": ("ipam.racksmith.io", True),
