@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +205,11 @@ spec:
     assert "bound to claim apps/data" in res.stdout + res.stderr
     # kubectl delete leaves it Terminating; nothing is destroyed.
     rack.kubectl("delete", "volume", "worker-1-data", "--wait=false")
-    time.sleep(5)
+    # The controller settles on waiting for the claim (it waits for no timer).
+    wait_for(rack, "the volume waiting for its claim", lambda: any(
+        "is bound to claim apps/data" in (c.get("message") or "")
+        for c in (rack.get("volume", "worker-1-data").get("status") or {}).get("conditions", [])),
+        60)
     assert phase_of(rack, "worker-1-data") == "Terminating"
     assert path.exists()
     assert rack.get("pv", "worker-1-data")["status"]["phase"] == "Bound"

@@ -33,7 +33,10 @@ def make_args(data: Path) -> str:
             f"--timings {TIMINGS}")
 
 
-def stop(pid: int, data: Path) -> None:
+def stop(pid: int, fd: int, data: Path) -> None:
+    """SIGTERM to make's process group, then wait for make to exit. The pty is
+    drained meanwhile: what ``racksmith up`` prints while it shuts down must
+    not fill the terminal's buffer (a writer blocked on it never exits)."""
     with_group = True
     try:
         os.killpg(pid, signal.SIGTERM)
@@ -47,7 +50,12 @@ def stop(pid: int, data: Path) -> None:
             break
         if done:
             break
-        time.sleep(0.2)
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                os.read(fd, 65536)
+            except OSError:  # the terminal closed: make is exiting
+                time.sleep(0.2)
     reap(data)
 
 
@@ -74,7 +82,7 @@ def test_make_up_on_a_terminal_shows_the_live_display(tmp_path: Path) -> None:
                 if READY in ANSI.sub("", b"".join(chunks[-50:]).decode(errors="replace")):
                     break
     finally:
-        stop(pid, data)
+        stop(pid, fd, data)
         os.close(fd)
     screen = ANSI.sub("", b"".join(chunks).decode(errors="replace"))
     assert READY in screen, screen[-3000:]

@@ -313,7 +313,11 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
             "control-plane", "group-demo-workers-a", "group-demo-workers-b"], steps
         assert not any(s["commence"] for s in steps)
         assert all(s["duration"]["estimated"] and s["impact"] for s in steps)
-        time.sleep(5)
+        # The controller has judged this very plan (its status is of the plan's
+        # generation) and started nothing.
+        plan = _wait_plan(rack, "the plan judged, not started", lambda p: (
+            p.get("status") or {}).get("observedGeneration") == p["metadata"]["generation"]
+            and p["status"].get("phase") == "NotStarted", 60)
         assert _nmrs(rack) == {}, "nothing may start before commence"
 
         _commence(rack, plan)
@@ -327,11 +331,12 @@ def test_release_update_rolls_through_the_cluster(rack: Rack) -> None:
         paused_steps = {s["id"]: s["commence"] for s in plan["spec"]["steps"]}
         assert paused_steps["group-demo-workers-a"] is False
         assert paused_steps["group-demo-workers-b"] is False
-        # The control plane finishes; no worker starts while paused.
-        _wait_plan(rack, "the control plane updated", lambda p: next(
+        # The control plane finishes; no worker starts while paused: the status
+        # that records the finished step (written by the pass that would start
+        # the next one) still says AutoPaused, and no worker is in maintenance.
+        _wait_plan(rack, "the control plane updated, the plan still paused", lambda p: next(
             s for s in p["status"]["steps"] if s["id"] == "control-plane")["phase"]
-            == "Completed", 600)
-        time.sleep(5)
+            == "Completed" and p["status"].get("phase") == "AutoPaused", 600)
         assert not set(_nmrs(rack)) & set(workers), "a worker started while auto-paused"
         _post_alert(rack, datetime.now(UTC) - timedelta(seconds=1))  # resolved
         plan = _wait_plan(rack, "the alert gone from the plan",

@@ -93,8 +93,10 @@ def test_the_cli_prints_or_merges(tmp_path: Path) -> None:
 
 
 def test_shell_completion_is_on(tmp_path: Path) -> None:
-    """Typer's completion: the script for bash, and the completions it answers."""
-    env = {**os.environ, "HOME": str(tmp_path)}
+    """Typer's completion: the script for bash, and the completions it answers.
+    The shell is named, not detected from the test's parent processes (under
+    ``sh``, as make may run it, detection finds a shell Typer does not serve)."""
+    env = {**os.environ, "HOME": str(tmp_path), "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     shown = subprocess.run([sys.executable, "-m", "racksmith.cli.main", "--show-completion",
                             "bash"], capture_output=True, text=True, env=env, timeout=60)
     assert shown.returncode == 0 and "complete" in shown.stdout
