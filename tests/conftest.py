@@ -20,6 +20,7 @@ from tests.harness.fixtures import (  # noqa: F401 (fixtures)
     fresh_ns,
     module_api_server,
     module_http,
+    no_server_errors,
     ns,
     official_api,
     procs,

@@ -499,7 +499,8 @@ class Racksmith:
             settings = ironic_settings(
                 s.data_dir, port, http_url, http_root, deploy_iso,
                 sync_power_state_interval=periodics.sync_power_state_interval,
-                check_provision_state_interval=periodics.check_provision_state_interval)
+                check_provision_state_interval=periodics.check_provision_state_interval,
+                firmware_status_interval=periodics.firmware_status_interval)
             self.on_step("starting Ironic")
             self.ironic = IronicProcess(settings)
             await self.ironic.start()

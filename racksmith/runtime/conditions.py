@@ -2,7 +2,9 @@
 
 Owns ``ConditionSpec`` (what a planner wants a condition to say),
 ``EventSpec`` (a core v1 Event to emit), ``set_condition`` (the transition
-time moves only when the status does), ``find`` and ``changed``. Pure (the
+time moves only when the status does), ``find``, ``changed`` and
+``same_but_times`` (two statuses equal but for their conditions'
+transition times: a controller writes a status only when that is false). Pure (the
 caller passes the time). Shared by the Machine, Cluster and Volume
 controllers, which import it from here rather than from one another.
 """
@@ -12,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from racksmith.kinds.common import Condition, ConditionStatus
 
@@ -26,7 +30,8 @@ class ConditionSpec:
     type: str
     status: ConditionStatus
     reason: str
-    message: str
+    message: str | None
+    """None: the condition carries no message."""
 
     @classmethod
     def true(cls, type_: str, reason: str, message: str) -> ConditionSpec:
@@ -80,3 +85,21 @@ def _condition(spec: ConditionSpec, since: datetime, generation: int | None) -> 
     return Condition(type=spec.type, status=spec.status, reason=spec.reason,
                      message=spec.message, last_transition_time=since,
                      observed_generation=generation)
+
+
+def same_but_times(a: BaseModel | None, b: BaseModel, *, also: tuple[str, ...] = ()) -> bool:
+    """``a`` and ``b`` (two statuses) are equal but for their conditions'
+    transition times and the top-level fields ``also`` (by Python name);
+    False when there is no ``a``."""
+    if a is None:
+        return False
+
+    def plain(s: BaseModel) -> dict[str, Any]:
+        out = s.model_dump(mode="json")
+        for cond in out.get("conditions") or []:
+            cond.pop("last_transition_time", None)
+        for name in also:
+            out.pop(name, None)
+        return out
+    return plain(a) == plain(b)
+

@@ -346,3 +346,12 @@ __all__ = [
     "involved_object",
     "object_ref",
 ]
+
+
+def component_recorder(recorder: EventRecorder | None, client: Any, component: str, *,
+                       clock: Clock | None = None) -> EventRecorder:
+    """The recorder a controller of ``component`` uses: the process's
+    ``recorder`` (sharing its repeat cache) or, without one, a recorder of its
+    own; either way its Events are written through ``client`` (its identity)."""
+    base = recorder if recorder is not None else EventRecorder(client, component, clock=clock)
+    return base.for_component(component, client=client)

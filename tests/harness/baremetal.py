@@ -13,8 +13,8 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.controllers.baremetalhost import BareMetalHostSettings, baremetalhost_controller
-from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.runtime import Controller
+from tests.harness.fixture_provisioner import FixtureProvisioner
 
 BMH_SETTINGS = BareMetalHostSettings(
     poll_floor=0.01, poll_default=0.02, steady_poll=1.0, error_backoff_base=0.02,

@@ -10,7 +10,11 @@ Owns which API server a test gets, its namespace and its client:
   module, for tests of sync clients and kubectl; ``server_process_clean``
   fails the module when that process logged an error, ``official_api`` is
   the official ``kubernetes`` client for it;
-- ``etcd``: a one-member etcd cluster for the module.
+- ``etcd``: a one-member etcd cluster for the module;
+- ``no_server_errors``: fails a test during which the in-process server
+  logged an error (a 500 logs ``internal error serving …`` with its
+  traceback); a module opts in with ``pytest.mark.usefixtures`` and may
+  name messages it expects in ``SERVER_ERRORS_EXPECTED``.
 
 **One server per module, or one per test.** A test that runs on its
 module's event loop -- the module says so with ``pytestmark =
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import logging
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -268,3 +273,19 @@ def procs() -> Iterator[list[ServerProc]]:
     yield started
     for proc in started:
         proc.kill()
+
+
+@pytest.fixture
+def no_server_errors(request: pytest.FixtureRequest,
+                     caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Fail the test if the in-process API server logged an error during it
+    (messages holding one of the module's ``SERVER_ERRORS_EXPECTED`` aside)."""
+    caplog.set_level(logging.INFO, logger="racksmith.apiserver")
+    yield
+    expected = tuple(getattr(request.module, "SERVER_ERRORS_EXPECTED", ()))
+    bad = [r for r in caplog.get_records("call")
+           if r.name.startswith("racksmith.apiserver") and r.levelno >= logging.ERROR
+           and not any(text in r.getMessage() for text in expected)]
+    assert not bad, "server logged errors:\n" + "\n".join(
+        f"{r.getMessage()}\n{r.exc_text or ''}" for r in bad)
+

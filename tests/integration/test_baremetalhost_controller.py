@@ -40,11 +40,11 @@ from racksmith.kinds.hostannotations import (
     RENDERED_LAYOUT,
     STATUS,
 )
-from racksmith.provisioner.fixture import FixtureNode, FixtureProvisioner
 from racksmith.runtime import Controller
 from tests.harness import api
 from tests.harness.baremetal import BMH_SETTINGS, bmh_controller, fixture_provisioner
 from tests.harness.controllers import managed
+from tests.harness.fixture_provisioner import FixtureNode, FixtureProvisioner
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -756,3 +756,24 @@ async def test_a_failed_servicing_is_reported_until_the_settings_are_edited(
         await cluster.until_status("fw2", "poweredOn", False)
         assert await cluster.state("fw2") == "provisioned"
         assert status_of(await cluster.read("fw2")).get("errorType") is None
+
+
+async def test_settings_asked_of_a_bmc_without_any_are_refused_and_the_reboot_goes_on(
+    client: ApiClient, cluster: Cluster, backend: FixtureProvisioner
+) -> None:
+    backend.without_firmware = {cluster.key("nofw")}
+    async with with_firmware(client, backend):
+        await cluster.provisioned(backend, "nofw")
+        assert await cluster.get(GROUP, "hostfirmwaresettings", "nofw") is None
+        await cluster.create(GROUP, "hostfirmwaresettings", {
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "HostFirmwareSettings",
+            "metadata": {"name": "nofw"}, "spec": {"settings": {"ProcTurboMode": "Disabled"}}})
+        hfs = await firmware_condition(cluster, "nofw", "Valid", "False")
+        assert "setting ProcTurboMode is not in the Firmware Schema" in \
+            condition(hfs, "Valid")["message"]  # type: ignore[index]
+        await cluster.patch_host("nofw", {"metadata": {"annotations": {REBOOT: ""}}})
+        await cluster.has_event("nofw", "Rebooting")
+        await cluster.until_status("nofw", "poweredOn", True)
+        assert backend.services[cluster.key("nofw")] == 0
+        assert backend.calls[(cluster.key("nofw"), "service")] == 0
+

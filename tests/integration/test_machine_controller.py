@@ -27,12 +27,12 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.machine import FINALIZER, MachineTimings, machine_controller
-from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.runtime.tokens import token_claims
 from tests.harness import api
 from tests.harness.api import optional
 from tests.harness.baremetal import bmh_controller, fixture_provisioner
 from tests.harness.controllers import managed
+from tests.harness.fixture_provisioner import FixtureProvisioner
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -26,8 +26,8 @@ from racksmith.controllers.update import UpdateTimings
 from racksmith.controllers.volume import VolumeTimings
 from racksmith.emulator.workloads import WorkloadTimings
 from racksmith.ironic.config import IronicPeriodics
-from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.provisioner.ironic_states import IronicTimings
+from tests.harness.fixture_provisioner import FixtureProvisioner
 
 FLOW_DEFAULTS = {"poll": 5.0, "lock_retry": 10.0, "reboot_retry": 600.0,
                  "eviction_backoff_base": 2.0, "eviction_backoff_cap": 30.0}
@@ -57,7 +57,8 @@ def test_defaults_are_unchanged() -> None:
         machine=MachineTimings(), volume=VolumeTimings(), update=UpdateTimings(),
         graceful_reboot=GracefulRebootTimings())
     assert asdict(IronicPeriodics()) == {"sync_power_state_interval": 30,
-                                         "check_provision_state_interval": 5}
+                                         "check_provision_state_interval": 5,
+                                         "firmware_status_interval": 60}
     assert Settings().timings == Timings(ControllerTimings(), IronicTimings(),
                                          WorkloadTimings(), IronicPeriodics())
 

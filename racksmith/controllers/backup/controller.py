@@ -51,7 +51,7 @@ from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import BACKUPS, CLUSTERS, MACHINES, SECRETS
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -114,9 +114,7 @@ class BackupReconciler:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.snapshotter = snapshotter
         self.schedule = schedule if schedule is not None else BackupSchedule()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT,
-                                                                     client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.backup")
 

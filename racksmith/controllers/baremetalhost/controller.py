@@ -86,7 +86,7 @@ from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import as_client
 from racksmith.runtime.conditions import ConditionSpec, EventSpec
 from racksmith.runtime.controller import Controller
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.queue import Backoff
 from racksmith.runtime.resources import (
@@ -145,8 +145,7 @@ class BareMetalHostReconciler:
         )
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.baremetalhost")
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.committer = Committer(self.client, self.clock, self.settings, self.metrics, random,
                                    self.recorder)
         #: Hosts waiting out an error back-off: the inputs the error was seen

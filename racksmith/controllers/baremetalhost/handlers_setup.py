@@ -179,6 +179,6 @@ async def handle_detached(ctx: HostContext) -> Proposal:
         conditions=conditions,
         events=[EventSpec("Normal", "Detached",
                           "released from the provisioner; the server was not touched"),
-                *([EventSpec("Warning", "DeployedAfterBackup", conditions[0].message)]
+                *([EventSpec("Warning", "DeployedAfterBackup", conditions[0].message or "")]
                   if conditions else [])],
     )

@@ -31,14 +31,14 @@ from racksmith.controllers.cluster.controlplane import ControlPlaneData
 from racksmith.controllers.cluster.events import status_events
 from racksmith.controllers.cluster.summary import members, summarize
 from racksmith.controlplane.pki import CLUSTER_NAME_LABEL
-from racksmith.kinds.cluster import Cluster, ClusterStatus, Machine
+from racksmith.kinds.cluster import Cluster, Machine
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.clusters import ClusterClients
-from racksmith.runtime.conditions import set_condition
+from racksmith.runtime.conditions import same_but_times, set_condition
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, MACHINES, RELEASES, SECRETS
@@ -115,8 +115,7 @@ class ClusterReconciler:
         self.control_plane = ControlPlaneData(self.client, namespace, clusters, identities,
                                               now=lambda: self.clock.wall(), reach=reach)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.cluster")
 
@@ -146,7 +145,7 @@ class ClusterReconciler:
                                               cluster.metadata.generation)
         after: Result = Done() if plane.requeue_after is None \
             else RequeueAfter(plane.requeue_after)
-        if cluster.status is not None and _same(cluster.status, status):
+        if same_but_times(cluster.status, status):
             await self.recorder.record_all(raw, plane.events)
             return after
         raw["status"] = status.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -160,15 +159,6 @@ class ClusterReconciler:
         await self.recorder.record_all(written, status_events(cluster.status, status)
                                        + plane.events)
         return after
-
-
-def _same(a: ClusterStatus, b: ClusterStatus) -> bool:
-    def plain(s: ClusterStatus) -> dict[str, Any]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        return out
-    return plain(a) == plain(b)
 
 
 def cluster_controller(

@@ -9,10 +9,12 @@ settings are read through the ``Provisioner`` (``firmware``) when it
 settles in a state (available, provisioned, externally provisioned) it was
 not read in by this process, when its HostFirmwareSettings has no status,
 and every ``FirmwareTimings.resync``; a host whose BMC has no settings gets
-none of these objects. From a reading: the FirmwareSchema of the host's
-vendor, model and rules is created when missing (never changed: its name is
-a digest of its content), a HostFirmwareSettings with no wanted settings is
-created when the host has none (as Metal3 does), and the status
+none of these objects (one applied for it anyway gets a status that refuses
+each setting: ``Valid`` False, so no reboot waits for it). From a reading:
+the FirmwareSchema of the host's vendor, model and rules is created when
+missing (never changed: its name is a digest of its content), a
+HostFirmwareSettings with no wanted settings is created when the host has
+none (as Metal3 does), and the status
 (``planners.firmware.plan_status``: settings, schema, ``Valid``,
 ``ChangeDetected``) is written when it changed — also without a new reading,
 when the spec was edited (checked against the schema named in the status).
@@ -55,10 +57,10 @@ from racksmith.planners.firmware import plan_status, schema_for
 from racksmith.provisioner.base import FirmwareReading, HostIdentity, Provisioner
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
-from racksmith.runtime.conditions import EventSpec, find
+from racksmith.runtime.conditions import EventSpec, find, same_but_times
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import FIRMWARE_SCHEMAS, FIRMWARE_SETTINGS, HOSTS
 from racksmith.runtime.result import Done, RequeueAfter, Result
@@ -108,8 +110,7 @@ class FirmwareReconciler:
         self.provisioner = provisioner
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else FirmwareTimings()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.firmware")
         self._read: dict[ObjectKey, _Read] = {}
@@ -129,8 +130,8 @@ class FirmwareReconciler:
         last = self._read.get(key)
         now = self.clock.now()
         due = (last is None or last.marker != marker or now - last.at >= self.timings.resync
-               or (last.found and (hfs is None or hfs.status is None)))
-        if not due and (hfs is None or hfs.status is None):
+               or (hfs is None and last.found) or (hfs is not None and hfs.status is None))
+        if not due and hfs is None:
             return Done()  # its BMC has no settings (read once per state)
         if not due:
             assert hfs is not None and hfs.status is not None and raw_hfs is not None
@@ -140,6 +141,10 @@ class FirmwareReconciler:
             HostIdentity(key.namespace, key.name, host.metadata.uid or ""))
         self._read[key] = _Read(marker, now, reading is not None)
         if reading is None:
+            if hfs is not None and raw_hfs is not None:
+                # Settings asked of a BMC that has none: each is refused
+                # (Valid False), so that nothing waits for them.
+                await self._checked(key, hfs, raw_hfs, {}, {}, None, self.clock.wall())
             return RequeueAfter(self.timings.resync)
         schema = await self._schema(key.namespace, host, reading)
         if hfs is None:
@@ -156,7 +161,7 @@ class FirmwareReconciler:
         """Write the planned status when it changed; Events on condition changes."""
         status = plan_status(hfs, settings=settings, rules=rules, schema=schema,
                              read_at=read_at, now=self.clock.wall())
-        if hfs.status is not None and _same(hfs.status, status, read_at is None):
+        if same_but_times(hfs.status, status, also=("last_updated",) if read_at is None else ()):
             return Done()
         body = dict(raw)
         body["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -228,20 +233,6 @@ def _events(old: HostFirmwareSettingsStatus | None,
             had_change is not None and had_change.status is ConditionStatus.TRUE:
         out.append(EventSpec("Normal", "SettingsApplied", change.message or ""))
     return out
-
-
-def _same(a: HostFirmwareSettingsStatus, b: HostFirmwareSettingsStatus,
-          keep_time: bool) -> bool:
-    """Equal but for condition transition times (and the reading's time when
-    no new reading was made)."""
-    def plain(s: HostFirmwareSettingsStatus) -> dict[str, Any]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        if keep_time:
-            out.pop("last_updated", None)
-        return out
-    return plain(a) == plain(b)
 
 
 def firmware_controller(

@@ -38,12 +38,13 @@ from racksmith.clock import Clock, SystemClock
 from racksmith.controllers.ipam.events import status_events
 from racksmith.controllers.ipam.verdict import apply_verdict, judge, subnet_cidr
 from racksmith.ipamclaims.names import FIELD_MANAGER, SUBNET_LABEL
-from racksmith.kinds.ipam import Subnet, SubnetStatus
+from racksmith.kinds.ipam import Subnet
 from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
+from racksmith.runtime.conditions import same_but_times
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.informer import SharedInformer, label_index
 from racksmith.runtime.keys import Mapper, ObjectKey, key_of
 from racksmith.runtime.resources import IPADDRS, SUBNETS
@@ -95,8 +96,7 @@ class SubnetReconciler:
         # by_index lists live and filters with the same function.
         self.client.add_index(IPADDRS, SUBNET_INDEX, label_index(SUBNET_LABEL), namespace)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipam.subnet")
 
@@ -112,7 +112,7 @@ class SubnetReconciler:
         verdict = judge(subnet, everyone, addresses)
         generation = subnet.metadata.generation
         status = apply_verdict(subnet.status, verdict, self.clock.wall(), generation)
-        if subnet.status is not None and _same(subnet.status, status):
+        if same_but_times(subnet.status, status):
             return Done()
         raw["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         try:
@@ -124,15 +124,6 @@ class SubnetReconciler:
                       allocatable=verdict.allocatable)
         await self.recorder.record_all(written, status_events(subnet.status, status))
         return Done()
-
-
-def _same(a: SubnetStatus, b: SubnetStatus) -> bool:
-    def plain(s: SubnetStatus) -> dict[str, Any]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        return out
-    return plain(a) == plain(b)
 
 
 def subnet_controller(

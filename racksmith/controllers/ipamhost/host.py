@@ -110,7 +110,7 @@ from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.resources import (
     CLUSTERS,
@@ -139,8 +139,7 @@ class IpamHostReconciler:
         self.timings = timings if timings is not None else IpamHostTimings()
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.index = DependencyIndex()
         self.trying: dict[tuple[str, str], set[int]] = {}
         """Per (namespace, subnet): the addresses a claim of one of this

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from racksmith.controllers.ipamhost.names import READY, REASON_RENDERED
 from racksmith.kinds.common import Condition, ConditionStatus
 from racksmith.kinds.ipam import IpamHostState, IpamHostStatus
-from racksmith.runtime.conditions import ConditionSpec, find
+from racksmith.runtime.conditions import ConditionSpec, find, same_but_times
 from racksmith.runtime.conditions import set_condition as runtime_set_condition
 
 
@@ -80,13 +80,4 @@ def host_status(previous: IpamHostStatus | None, outcome: Outcome, generation: i
 
 def same_status(a: BaseModel | None, b: BaseModel) -> bool:
     """Equal but for condition transition times."""
-    if a is None:
-        return False
-
-    def plain(s: BaseModel) -> dict[str, Any]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        return out
-
-    return plain(a) == plain(b)
+    return same_but_times(a, b)

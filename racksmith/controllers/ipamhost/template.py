@@ -61,7 +61,7 @@ from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import ObjectKey, key_of
 from racksmith.runtime.resources import CLUSTERS, IPAMHOSTS, L2TEMPLATES, SUBNETS
 from racksmith.runtime.result import Done, Result
@@ -110,8 +110,7 @@ class L2TemplateReconciler:
                  logger: Any = None, recorder: EventRecorder | None = None) -> None:
         self.client: Client = as_client(api_client).with_field_manager(FIELD_MANAGER)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            self.client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.index = TemplateIndex()
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.ipamhost.template")

@@ -79,7 +79,7 @@ from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, ApiError, NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import ObjectKey, on_change, owner_keys
 from racksmith.runtime.planes import ClusterPlane, SharedPlane
 from racksmith.runtime.resources import (
@@ -144,9 +144,7 @@ class MachineReconciler:
         self.client: Client = as_client(api_client).with_field_manager(n.FIELD_MANAGER)
         self.default_image = default_image
         self.agent_secret = agent_secret
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, n.COMPONENT, clock=self.clock)).for_component(
-            n.COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, n.COMPONENT, clock=self.clock)
         self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.committer = Committer(self.client, self.clock, self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(

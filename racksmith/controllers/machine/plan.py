@@ -269,7 +269,7 @@ class _Walk:
         condition whose message is that of the last condition given."""
         conditions = [*self.conditions, *conds]
         if ready is not None:
-            message = conds[-1].message if conds else ready
+            message = (conds[-1].message or ready) if conds else ready
             conditions.append(ConditionSpec.false(n.READY, ready, message))
         return _Stop(Step(action, phase or self.phase, conditions, host_ref=self.host_ref))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from racksmith.controllers.machine import names as n
 from racksmith.controllers.machine.plan import Step
@@ -24,6 +23,7 @@ from racksmith.runtime.conditions import (
     EventSpec,
     changed,
     find,
+    same_but_times,
     set_condition,
 )
 
@@ -85,19 +85,10 @@ def status_events(
     for spec in _last_per_type([*step.conditions, *extra]):
         if (spec.status is ConditionStatus.FALSE and _worth_event(spec)
                 and changed(find(conditions, spec.type), spec)):
-            events.append(EventSpec("Warning", spec.reason, spec.message))
+            events.append(EventSpec("Warning", spec.reason, spec.message or ""))
     return events
 
 
 def same_status(a: MachineStatus | None, b: MachineStatus) -> bool:
     """``a`` and ``b`` say the same (transition times aside)."""
-    if a is None:
-        return False
-
-    def plain(s: MachineStatus) -> dict[str, Any]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        return out
-
-    return plain(a) == plain(b)
+    return same_but_times(a, b)

@@ -89,7 +89,7 @@ from racksmith.planners.maintenance_states import NODE_FLOW
 from racksmith.runtime.access import EVENTS, reads, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.errors import AlreadyExists, NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.informer import field_index, field_index_name
 from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.planes import ClusterPlane, ClusterUnavailable, SharedPlane
@@ -134,8 +134,7 @@ class NodeMaintenance:
         self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.timings = timings if timings is not None else MaintenanceTimings()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self.drainer = Drainer(self.timings, self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.maintenance")

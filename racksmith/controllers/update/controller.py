@@ -103,7 +103,7 @@ from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import AlreadyExists, NotFound
-from racksmith.runtime.events import EventRecorder, object_ref
+from racksmith.runtime.events import EventRecorder, component_recorder, object_ref
 from racksmith.runtime.keys import Mapper, ObjectKey, key_of, on_change
 from racksmith.runtime.planes import ClusterMapper, ClusterPlane, SharedPlane, the_cluster
 from racksmith.runtime.resources import (
@@ -253,8 +253,7 @@ class UpdateReconciler:
         self.timings = timings if timings is not None else UpdateTimings()
         self.alerts: AlertSource = alerts if alerts is not None else NoAlerts()
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, COMPONENT, clock=self.clock)).for_component(COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, COMPONENT, clock=self.clock)
         self._last_sweep: float | None = None
         self.log = logger if logger is not None else structlog.get_logger(
             "racksmith.controllers.update")

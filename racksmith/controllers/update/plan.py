@@ -55,6 +55,7 @@ from racksmith.planners.update import (
     next_machines,
     plan_update,
 )
+from racksmith.runtime.conditions import ConditionSpec, same_but_times, set_condition
 
 _CONTROL_ROLES = frozenset({Role.MASTER, Role.ETCD})
 _STUCK_STATES = frozenset({BLOCKED, LOCK_FAILED})
@@ -391,20 +392,8 @@ def _step_status(step: UpdateStep, machines: Sequence[MachineProgress], firing: 
 def _set(conditions: list[Condition], type_: str, holds: bool, reason: str,
          message: str | None, now: datetime, generation: int | None) -> list[Condition]:
     status = ConditionStatus.TRUE if holds else ConditionStatus.FALSE
-    out: list[Condition] = []
-    found = False
-    for c in conditions:
-        if c.type != type_:
-            out.append(c)
-            continue
-        found = True
-        since = c.last_transition_time if c.status == status and c.last_transition_time else now
-        out.append(Condition(type=type_, status=status, reason=reason, message=message,
-                             last_transition_time=since, observed_generation=generation))
-    if not found:
-        out.append(Condition(type=type_, status=status, reason=reason, message=message,
-                             last_transition_time=now, observed_generation=generation))
-    return out
+    return set_condition(conditions, ConditionSpec(type_, status, reason, message), now,
+                         generation)
 
 
 def plan_status(plan: ClusterUpdatePlan, obs: Observed) -> ClusterUpdatePlanStatus:
@@ -471,12 +460,4 @@ def plan_status(plan: ClusterUpdatePlan, obs: Observed) -> ClusterUpdatePlanStat
 
 def same_status(a: ClusterUpdatePlanStatus | None, b: ClusterUpdatePlanStatus) -> bool:
     """Equal in everything a reader cares about (transition times aside)."""
-    if a is None:
-        return False
-
-    def plain(s: ClusterUpdatePlanStatus) -> dict[str, object]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        return out
-    return plain(a) == plain(b)
+    return same_but_times(a, b)

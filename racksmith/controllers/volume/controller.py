@@ -44,7 +44,7 @@ from racksmith.runtime.access import EVENTS, watches, writes
 from racksmith.runtime.client import Client, as_client
 from racksmith.runtime.controller import Controller
 from racksmith.runtime.errors import NotFound
-from racksmith.runtime.events import EventRecorder
+from racksmith.runtime.events import EventRecorder, component_recorder
 from racksmith.runtime.keys import Mapper, ObjectKey, key_of, owner_keys, self_keys
 from racksmith.runtime.planes import (
     ClusterMapper,
@@ -120,9 +120,7 @@ class VolumeReconciler:
         self.timings = timings if timings is not None else VolumeTimings()
         self.client: Client = as_client(api_client).with_field_manager(n.FIELD_MANAGER)
         self.plane: ClusterPlane = plane if plane is not None else SharedPlane(self.client)
-        self.recorder = (recorder if recorder is not None else EventRecorder(
-            api_client, n.COMPONENT, clock=self.clock)).for_component(
-            n.COMPONENT, client=self.client)
+        self.recorder = component_recorder(recorder, self.client, n.COMPONENT, clock=self.clock)
         self.committer = Committer(self.client, self.clock, job_factory, timings=self.timings,
                                    recorder=self.recorder)
         self.log = logger if logger is not None else structlog.get_logger(

@@ -16,7 +16,6 @@ Pure: the caller passes the time and the new job.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from racksmith.controllers.volume.names import READY
 from racksmith.controllers.volume.plan import Step
@@ -27,6 +26,7 @@ from racksmith.runtime.conditions import (
     EventSpec,
     changed,
     find,
+    same_but_times,
     set_condition,
 )
 
@@ -74,19 +74,10 @@ def status_events(old: VolumeStatus | None, step: Step,
         events.append(EventSpec("Normal", phase.value, f"phase {was} → {phase.value}"))
     before = find(old.conditions if old else [], READY)
     if step.ready.status is ConditionStatus.FALSE and changed(before, step.ready):
-        events.append(EventSpec("Warning", step.ready.reason, step.ready.message))
+        events.append(EventSpec("Warning", step.ready.reason, step.ready.message or ""))
     return events
 
 
 def same_status(a: VolumeStatus | None, b: VolumeStatus) -> bool:
     """``a`` and ``b`` say the same (transition times aside)."""
-    if a is None:
-        return False
-
-    def plain(s: VolumeStatus) -> dict[str, Any]:
-        out = s.model_dump(mode="json")
-        for cond in out.get("conditions") or []:
-            cond.pop("last_transition_time", None)
-        return out
-
-    return plain(a) == plain(b)
+    return same_but_times(a, b)

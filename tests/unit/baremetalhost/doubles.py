@@ -35,8 +35,8 @@ from racksmith.provisioner.base import (
     RegisterResult,
     Result,
 )
-from racksmith.provisioner.fixture import default_hardware
 from racksmith.runtime import FakeClock, ObjectKey
+from tests.harness.fixture_provisioner import default_hardware
 
 SETTINGS = BareMetalHostSettings(poll_floor=2.0, poll_default=10.0, steady_poll=300.0)
 IMAGE = Image(url="http://images.example/os.qcow2")

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 from racksmith.controllers.baremetalhost.backend import BackendSource
 from racksmith.provisioner.base import HostChanges
-from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.runtime.keys import ObjectKey
+from tests.harness.fixture_provisioner import FixtureProvisioner
 
 
 class Feed:

@@ -14,7 +14,7 @@ from racksmith.provisioner.base import (
     ImageSpec,
     ProvisionRequest,
 )
-from racksmith.provisioner.fixture import FixtureProvisioner
+from tests.harness.fixture_provisioner import FixtureProvisioner
 
 HOST = HostIdentity("ns", "h", "uid")
 BMC = BMCAccess("ipmi://10.0.0.1", "admin", "pw")

@@ -189,7 +189,7 @@ async def test_reference_index_maps_secrets_and_profiles_to_hosts() -> None:
 
 def test_all_controllers_includes_the_host_controller_with_a_provisioner() -> None:
     from racksmith.controllers import all_controllers
-    from racksmith.provisioner.fixture import FixtureProvisioner
+    from tests.harness.fixture_provisioner import FixtureProvisioner
 
     assert all_controllers(object(), workers=2) == []
     controller, firmware = all_controllers(object(), workers=2, provisioner=FixtureProvisioner())

@@ -12,10 +12,10 @@ from racksmith.app.runner import ACCESS
 from racksmith.controllers import CONTROLLER_ACCESS, ClusterOptions, all_controllers
 from racksmith.controllers.backup import backup_controller
 from racksmith.emulator.workloads import reference_workloads_controller
-from racksmith.provisioner.fixture import FixtureProvisioner
 from racksmith.runtime.access import EVENTS, Access, reads, tokens_for, watches, writes
 from racksmith.runtime.client import Client, Informers
 from racksmith.runtime.resources import CONFIG_MAPS, NODES, PODS, SECRETS
+from tests.harness.fixture_provisioner import FixtureProvisioner
 
 
 def test_rules_are_merged_by_verbs_and_sorted() -> None:

@@ -5,9 +5,9 @@ contract honestly — one record per host, long operations that take a
 configurable number of calls to finish, a power state, BMCs that refuse
 wrong credentials or cannot be reached, images that fail to download, an
 "unavailable" switch (every call raises ``BackendUnavailable``) and counters
-(deploys per host, calls per operation). Never used in production: the real
-backend is Ironic. Shared by unit and integration tests (and by anyone who
-wants to run the controller without hardware).
+(deploys per host, calls per operation). Test code, kept out of the
+package: the real backend is Ironic. Shared by the unit and integration
+tests.
 
 Node states follow Ironic's words: enroll → manageable → available →
 deploying → active → cleaning → available; ``deploy failed`` after a bad
@@ -145,6 +145,8 @@ class FixtureProvisioner:
         """Servicings (firmware changes) completed per node name."""
         self.refused_settings: set[str] = set()
         """Setting names a servicing fails on (the BMC does not apply them)."""
+        self.without_firmware: set[str] = set()
+        """Node names whose BMC has no firmware settings (as IPMI, fake BMCs)."""
         self._ids = 0
 
     # ----------------------------------------------------------- test helpers
@@ -344,7 +346,7 @@ class FixtureProvisioner:
     async def firmware(self, host: HostIdentity) -> FirmwareReading | None:
         self._enter(host, "firmware")
         node = self.nodes.get(host.node_name)
-        if node is None or node.state == "enroll":
+        if node is None or node.state == "enroll" or host.node_name in self.without_firmware:
             return None
         return FirmwareReading(settings=dict(node.firmware), schema=dict(FIRMWARE_SCHEMA))
 
