@@ -2,7 +2,8 @@
 
 Owns the translation of Ironic's cached BIOS settings (``GET
 /v1/nodes/{node}/bios?detail=True``: a value and the registry fields per
-setting) into a ``FirmwareReading``, the service step that applies wanted
+setting) into a ``FirmwareReading`` (Password settings left out: their
+value must never reach a status), the service step that applies wanted
 values (``bios.apply_configuration``, out of band: no ramdisk), and the
 fingerprint of a request that the node records (``extra``) so a failed
 change is reported, not retried, until different values are asked for.
@@ -18,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from racksmith.kinds.firmware import SettingSchema, same_value
+from racksmith.kinds.firmware import AttributeType, SettingSchema, same_value
 from racksmith.provisioner.base import FirmwareReading
 
 ATTEMPT_KEY = "racksmith_firmware_request"
@@ -38,9 +39,11 @@ def reading(rows: list[dict[str, Any]]) -> FirmwareReading | None:
         name = row.get("name")
         if not isinstance(name, str) or not name:
             continue
+        rule = {key: row.get(key) for key in _RULE_FIELDS if row.get(key) is not None}
+        if rule.get("attribute_type") == AttributeType.PASSWORD.value:
+            continue  # a secret: never copied into a status (and never settable)
         value = row.get("value")
         settings[name] = "" if value is None else str(value)
-        rule = {key: row.get(key) for key in _RULE_FIELDS if row.get(key) is not None}
         if rule.get("attribute_type"):
             try:
                 schema[name] = SettingSchema.model_validate(rule)

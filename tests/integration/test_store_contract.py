@@ -36,11 +36,10 @@ from racksmith.apiserver.store.base import (
 from racksmith.apiserver.store.etcd import EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from tests.harness.etcd import etcd_config
+from tests.harness.storemodel import NODES, PODS, collect, rv_of, settled
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-PODS = "core/pods"
-NODES = "core/nodes"
 BACKENDS = ["sqlite", "etcd"]
 
 Factory = Callable[..., Awaitable[Store]]
@@ -81,32 +80,6 @@ def obj(name: str, ns: str = "", **spec: Any) -> Obj:
     if ns:
         md["namespace"] = ns
     return {"apiVersion": "v1", "kind": "Thing", "metadata": md, "spec": spec}
-
-
-def rv_of(o: Obj) -> int:
-    return int(o["metadata"]["resourceVersion"])
-
-
-async def settled(store: Store, rv: int) -> None:
-    """current_rv reaches an acknowledged write's rv: at once on SQLite, once
-    the replica's watch delivered it on etcd."""
-    async with asyncio.timeout(10):
-        while store.current_rv() < rv:
-            await asyncio.sleep(0.005)
-
-
-async def collect(it: AsyncIterator[WatchEvent], n: int, within: float = 10.0
-                  ) -> list[WatchEvent]:
-    out: list[WatchEvent] = []
-
-    async def run() -> None:
-        async for ev in it:
-            out.append(ev)
-            if len(out) >= n:
-                return
-
-    await asyncio.wait_for(run(), within)
-    return out
 
 
 async def test_crud(store: Store) -> None:

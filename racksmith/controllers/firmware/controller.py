@@ -40,6 +40,7 @@ from typing import Any
 import structlog
 
 from racksmith.clock import Clock, SystemClock
+from racksmith.kinds import hostannotations as ann
 from racksmith.kinds.base import ObjectMeta
 from racksmith.kinds.common import ConditionStatus
 from racksmith.kinds.firmware import (
@@ -121,7 +122,7 @@ class FirmwareReconciler:
         host = BareMetalHost.model_validate(raw_host) if raw_host is not None else None
         prov = host.status.provisioning if host is not None and host.status else None
         if host is None or prov is None or not prov.id or prov.state not in SETTLED \
-                or host.metadata.annotations.get("baremetalhost.metal3.io/detached") is not None:
+                or ann.is_detached(host.metadata.annotations):
             self._read.pop(key, None)
             return Done()
         raw_hfs = await self.client.get(FIRMWARE_SETTINGS, key.namespace, key.name)

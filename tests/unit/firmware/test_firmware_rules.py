@@ -111,6 +111,7 @@ def test_ironic_bios_rows_become_a_reading() -> None:
          "allowable_values": ["Enabled", "Disabled"], "read_only": False},
         {"name": "QuietBoot", "value": True, "attribute_type": None},
         {"name": "Future", "value": "x", "attribute_type": "Collection"},
+        {"name": "SysPassword", "value": "hunter2", "attribute_type": "Password"},
     ]
     reading = fw.reading(rows)
     assert reading is not None
