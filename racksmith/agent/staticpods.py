@@ -47,6 +47,7 @@ from typing import Any
 import structlog
 import yaml
 
+from racksmith import procfs
 from racksmith.agent.host import Host
 
 __all__ = ["MANIFESTS_DIR", "PROGRAMS", "StaticPods", "pod_argv"]
@@ -107,28 +108,6 @@ class _Running:
     popen: subprocess.Popen[bytes] | None = None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-            return False
-    return True
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-            "utf-8", "replace")
-    except OSError:
-        return ""
-
-
 class StaticPods:
     """Runs one emulated host's static pods (module docstring)."""
 
@@ -151,8 +130,8 @@ class StaticPods:
     def pid(self, name: str) -> int | None:
         """The live pid of static pod ``name`` (as its pid file says), if any."""
         recorded = self._recorded(name)
-        if recorded is not None and _alive(recorded.pid) and \
-                str(self.host.root) in _cmdline(recorded.pid):
+        if recorded is not None and procfs.alive(recorded.pid) and str(self.host.root) \
+                in procfs.cmdline_text(recorded.pid, settle=procfs.SETTLE_SECONDS):
             return recorded.pid
         return None
 
@@ -244,11 +223,11 @@ class StaticPods:
         with contextlib.suppress(ProcessLookupError):
             os.kill(running.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout
-        while _alive(running.pid) and time.monotonic() < deadline:
+        while procfs.alive(running.pid) and time.monotonic() < deadline:
             if running.popen is not None and running.popen.poll() is not None:
                 break
             time.sleep(0.05)
-        if _alive(running.pid):
+        if procfs.alive(running.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(running.pid, signal.SIGKILL)
         if running.popen is not None:

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from racksmith import datalock, filemodes
+from racksmith import datalock, filemodes, procfs
 
 LOG_NAME = "racksmith-up.log"
 READY_MARK = "readyz: "
@@ -98,30 +98,13 @@ class Stopped:
         return f"stopped {self.what} (pid {self.pid}, {self.how})"
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return ""
-    return raw.replace(b"\0", b" ").decode(errors="replace")
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie is not: it only waits for its parent to reap it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def _wait_gone(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not procfs.alive(pid):
             return True
         time.sleep(0.05)
-    return not _alive(pid)
+    return not procfs.alive(pid)
 
 
 def _stop_group(pid: int, timeout: float) -> str:
@@ -170,9 +153,9 @@ def down(data_dir: Path, timeout: float = 60.0) -> list[Stopped]:
     for pid in candidates:
         if pid == me or pid == owner:
             continue
-        cmdline = _cmdline(pid)
+        cmdline = procfs.cmdline_text(pid)
         # ours only: a shell or an editor with the data dir's path is left alone
-        if needle not in cmdline or not any(m in cmdline for m in OURS) or not _alive(pid):
+        if needle not in cmdline or not any(m in cmdline for m in OURS) or not procfs.alive(pid):
             continue
         stopped.append(Stopped(pid, _describe(cmdline), _stop_group(pid, 10.0)))
     return stopped

@@ -67,6 +67,7 @@ from typing import Any
 
 import structlog
 
+from racksmith import procfs
 from racksmith.emulator.configdrive import (
     CloudConfig,
     ConfigDrive,
@@ -206,45 +207,15 @@ class _Process:
     def is_alive(self) -> bool:
         if self.popen is not None:
             return self.popen.poll() is None
-        return _pid_alive(self.pid)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
-CMDLINE_SETTLE_SECONDS = 0.5
-"""How long an empty ``/proc/<pid>/cmdline`` is read again: a process still
-inside ``execve`` (the parent's Popen has returned, the new image's arguments
-are not mapped yet) shows none."""
-
-
-def _read_cmdline(pid: int) -> bytes:
-    return Path(f"/proc/{pid}/cmdline").read_bytes()
-
-
-def _cmdline(pid: int) -> bytes:
-    deadline = time.monotonic() + CMDLINE_SETTLE_SECONDS
-    while True:
-        raw = _read_cmdline(pid)
-        if raw or time.monotonic() >= deadline or not _pid_alive(pid):
-            return raw
-        time.sleep(0.005)
+        return procfs.alive(self.pid)
 
 
 def _runs_in(pid: int, root: Path) -> bool:
     """Whether ``pid`` is alive and was started with ``--root <root>``."""
-    try:
-        args = _cmdline(pid).split(b"\0")
-    except OSError:
-        return False
+    args = procfs.argv(pid, settle=procfs.SETTLE_SECONDS)
     wanted = os.fsencode(str(root))
     pairs = itertools.pairwise(args)
-    return _pid_alive(pid) and any(a == b"--root" and b == wanted for a, b in pairs)
+    return procfs.alive(pid) and any(a == b"--root" and b == wanted for a, b in pairs)
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
@@ -387,17 +358,17 @@ class OSBoot:
         for path in sorted((root / STATIC_PODS_DIR).glob("*.json")):
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 pid = int(json.loads(path.read_text())["pid"])
-                if _pid_alive(pid) and os.fsencode(str(root)) in _cmdline(pid):
+                if procfs.alive(pid) and os.fsencode(str(root)) in procfs.cmdline(pid):
                     pids.append(pid)
             path.unlink(missing_ok=True)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + self.stop_timeout
-        while any(_pid_alive(p) for p in pids) and time.monotonic() < deadline:  # noqa: ASYNC110 - polls pids
+        while any(procfs.alive(p) for p in pids) and time.monotonic() < deadline:  # noqa: ASYNC110 - polls pids
             await asyncio.sleep(0.05)
         for pid in pids:
-            if _pid_alive(pid):
+            if procfs.alive(pid):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
 

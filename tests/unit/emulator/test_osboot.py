@@ -554,10 +554,11 @@ def test_a_process_still_in_execve_is_recognised_once_its_arguments_show(
     /proc/<pid>/cmdline stays empty until the new image's arguments are mapped
     (seen under load: a restarted emulator booted a second agent instead of
     adopting the first). An empty cmdline is read again."""
+    from racksmith import procfs
     from racksmith.emulator import osboot as module
 
     root = tmp_path / "root"
     reads = iter([b"", b"", f"python\0agent\0--root\0{root}\0".encode()])
-    monkeypatch.setattr(module, "_read_cmdline", lambda _pid: next(reads))
-    monkeypatch.setattr(module, "_pid_alive", lambda _pid: True)
+    monkeypatch.setattr(procfs, "read_cmdline", lambda _pid: next(reads))
+    monkeypatch.setattr(procfs, "alive", lambda _pid: True)
     assert module._runs_in(12345, root)
