@@ -41,19 +41,35 @@ DEMO_MODULES = ("tests/e2e/test_cluster.py", "tests/e2e/test_cluster_volumes.py"
 in the order they run in."""
 
 
+LONGEST_FIRST = ("tests/e2e/test_baremetal.py", "demo", "tests/e2e/test_backup.py",
+                 "tests/e2e/test_external_controllers.py",
+                 "tests/e2e/test_virtual_datacenter.py", "tests/e2e/test_detach_down.py",
+                 "tests/e2e/test_etcd_up.py", "tests/e2e/test_make_up_display.py")
+"""The work units that take longest, longest first (as measured by ``make
+test``'s ``--durations``; docs/testing.md): the longest must start first, or
+it ends the run alone. Every other unit follows in file order."""
+
+
 def _module(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def _weight(nodeid: str) -> int:
-    """Longest first: the demo session, the other e2e modules, integration, unit."""
+def _unit(nodeid: str) -> str:
+    """The scheduler's work unit of a test: its module, or "demo"."""
     module = _module(nodeid)
-    if module in DEMO_MODULES:
-        return 0
+    return "demo" if module in DEMO_MODULES else module
+
+
+def _weight(nodeid: str) -> tuple[int, int]:
+    """Longest first: the units of :data:`LONGEST_FIRST`, the other e2e modules,
+    integration, unit."""
+    unit = _unit(nodeid)
+    if unit in LONGEST_FIRST:
+        return 0, LONGEST_FIRST.index(unit)
     for rank, prefix in enumerate(("tests/e2e/", "tests/integration/"), start=1):
-        if module.startswith(prefix):
-            return rank
-    return 3
+        if unit.startswith(prefix):
+            return rank, 0
+    return 3, 0
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -83,8 +99,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class SuiteScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            module = _module(nodeid)
-            return "demo" if module in DEMO_MODULES else module
+            return _unit(nodeid)
 
     config.option.loadscopereorder = False
     return SuiteScheduling(config, log)
