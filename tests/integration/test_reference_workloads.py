@@ -97,6 +97,13 @@ class Site(api.World):
         lock = await self.lock(name, plural)
         return None if lock is None else (lock.get("status") or {}).get("state")
 
+    async def told_to_wait(self, name: str, reason: str) -> dict[str, Any] | None:
+        """The lock ``name`` once the controller wrote why it keeps it (its
+        inactivation progress names ``reason``): what it decided, observed."""
+        lock = await self.lock(name)
+        progress = ((lock or {}).get("status") or {}).get("inactivationProgress") or {}
+        return lock if reason in (progress.get("description") or "") else None
+
     async def nmr(self, node: str, release: str | None = "r-2") -> None:
         spec: dict[str, Any] = {"nodeName": node, "scope": "os"}
         if release:
@@ -226,21 +233,17 @@ async def test_max_parallel_and_one_zone_at_a_time(client: ApiClient, kubelet: K
         await eventually(lambda: site.settled(5), "5 Ready instances")
         await site.nmr("a1")
         await eventually(lambda: _is(site.state("reference.a1"), "inactive"), "a1 released")
-        await site.nmr("b1")  # another rack: must wait
-        await asyncio.sleep(1.0)
-        assert await site.state("reference.b1") == "active"
-        lock = await site.lock("reference.b1")
-        assert lock is not None
-        assert "another" in lock["status"]["inactivationProgress"]["description"]
+        await site.nmr("b1")  # another rack: must wait, and says why
+        lock = await eventually(lambda: site.told_to_wait("reference.b1", "another"),
+                                "b1 told to wait for the other rack")
+        assert lock["status"]["state"] == "active"
         await site.nmr("a2")  # same rack, second slot
         await eventually(lambda: _is(site.state("reference.a2"), "inactive"), "a2 released")
-        await site.nmr("a3")  # same rack, but maxParallel reached
-        await asyncio.sleep(1.0)
-        assert await site.state("reference.a3") == "active"
+        await site.nmr("a3")  # same rack, but maxParallel reached: waits, says why
+        lock = await eventually(lambda: site.told_to_wait("reference.a3", "maxParallel 2"),
+                                "a3 told to wait for a slot")
+        assert lock["status"]["state"] == "active"
         assert await site.state("reference.b1") == "active"
-        lock = await site.lock("reference.a3")
-        assert lock is not None
-        assert "maxParallel 2" in lock["status"]["inactivationProgress"]["description"]
         await site.end_nmr("a1")
         await eventually(lambda: _is(site.state("reference.a3"), "inactive"),
                          "a3 released once a1 is back")
