@@ -95,11 +95,11 @@ from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from racksmith import filemodes
+from racksmith.controlplane import pki as certs
 
 __all__ = ["EtcdClusterError", "EtcdTls", "LocalEtcdCluster"]
 
@@ -117,10 +117,7 @@ MAX_REQUEST_BYTES = 8 * 1024 * 1024
 """Above the largest object the API accepts (a 3 MiB body, plus what the
 server adds): etcd's default of 1.5 MiB would refuse some."""
 
-CA_VALIDITY = dt.timedelta(days=3650)
-LEAF_VALIDITY = dt.timedelta(days=365)
 RENEW_BEFORE = dt.timedelta(days=30)
-_BACKDATE = dt.timedelta(minutes=5)
 
 REQUEST_TIMEOUT = 1.0
 """Seconds a status or member-list request may take (answered locally)."""
@@ -607,19 +604,22 @@ class LocalEtcdCluster:
         pki = filemodes.private_dir(self.dir / "pki")
         ca_path, ca_key_path = pki / "ca.crt", pki / "ca.key"
         if not ca_path.exists() and not ca_key_path.exists():
-            ca_cert, ca_key = _issue_ca()
-            _write_atomic(ca_key_path, _key_pem(ca_key))
-            _write_atomic(ca_path, ca_cert.public_bytes(serialization.Encoding.PEM))
+            ca = certs.new_ca("racksmith-etcd-ca")
+            _write_atomic(ca_key_path, ca.key_pem)
+            _write_atomic(ca_path, ca.cert_pem)
         else:
-            ca_cert, ca_key = _load_ca(ca_path, ca_key_path, self.dir)
-        ips = sorted({self._ip, ipaddress.ip_address("127.0.0.1")}, key=str)
+            ca = _load_ca(ca_path, ca_key_path, self.dir)
+        ca_cert = ca.certificate()
+        # a member's certificate serves clients and peers (EKU server and client
+        # auth, as kubeadm issues etcd's); the clients' is a client's only
+        hosts = ["localhost", *sorted({str(self._ip), "127.0.0.1"})]
         for member in self._members():
             cert, key = pki / f"{member.name}.crt", pki / f"{member.name}.key"
             if not _leaf_is_current(cert, key, ca_cert):
-                _write_leaf(cert, key, *_issue_leaf(ca_cert, ca_key, member.name, ips))
+                _write_leaf(cert, key, certs.issue_serving(ca, member.name, hosts, client=True))
         cert, key = pki / "client.crt", pki / "client.key"
         if not _leaf_is_current(cert, key, ca_cert):
-            _write_leaf(cert, key, *_issue_leaf(ca_cert, ca_key, "racksmith-etcd-client", None))
+            _write_leaf(cert, key, certs.issue_client(ca, "racksmith-etcd-client"))
         for path in pki.iterdir():
             filemodes.private_file(path)
 
@@ -684,82 +684,16 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
-def _key_usage(*, ca: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(digital_signature=True, content_commitment=False,
-                         key_encipherment=False, data_encipherment=False, key_agreement=False,
-                         key_cert_sign=ca, crl_sign=ca, encipher_only=False,
-                         decipher_only=False)
-
-
-def _issue_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith-etcd-ca")])
-    now = _now()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(ca=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
-                       critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
-
-
-def _load_ca(cert_path: Path, key_path: Path,
-             cluster_dir: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _load_ca(cert_path: Path, key_path: Path, cluster_dir: Path) -> certs.KeyPair:
     try:
-        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
-        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        ca = certs.KeyPair(cert_path.read_bytes(), key_path.read_bytes())
+        cert, key = ca.certificate(), ca.private_key()
     except (OSError, ValueError, TypeError):
         raise EtcdClusterError(f"cannot read the etcd CA in {cert_path.parent}; remove "
                                f"{cluster_dir} to start over (its data is lost)") from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+    if key.public_key() != cert.public_key():
         raise EtcdClusterError(f"{key_path} does not belong to {cert_path}")
-    return cert, key
-
-
-def _issue_leaf(ca_cert: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, name: str,
-                ips: list[ipaddress.IPv4Address | ipaddress.IPv6Address] | None,
-                ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A member's certificate (``ips`` given: serving and peer, EKU server and
-    client auth) or the clients' (EKU client auth only)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = _now()
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
-    if ips is not None:
-        usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(min(now + LEAF_VALIDITY, ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(ca=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-                       critical=False)
-    )
-    if ips is not None:
-        sans: list[x509.GeneralName] = [x509.DNSName("localhost")]
-        sans += [x509.IPAddress(ip) for ip in ips]
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return builder.sign(ca_key, hashes.SHA256()), key
+    return ca
 
 
 def _leaf_is_current(cert_path: Path, key_path: Path, ca_cert: x509.Certificate) -> bool:
@@ -774,7 +708,6 @@ def _leaf_is_current(cert_path: Path, key_path: Path, ca_cert: x509.Certificate)
             and cert.not_valid_after_utc - RENEW_BEFORE > _now())
 
 
-def _write_leaf(cert_path: Path, key_path: Path, cert: x509.Certificate,
-                key: ec.EllipticCurvePrivateKey) -> None:
-    _write_atomic(key_path, _key_pem(key))
-    _write_atomic(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+def _write_leaf(cert_path: Path, key_path: Path, pair: certs.KeyPair) -> None:
+    _write_atomic(key_path, pair.key_pem)
+    _write_atomic(cert_path, pair.cert_pem)

@@ -3,7 +3,8 @@
 Owns, under the data directory:
 
 * ``pki/ca.crt`` / ``pki/ca.key`` — a private CA (EC P-256, ten years),
-  generated once and kept: kubeconfigs embed it.
+  generated once and kept: kubeconfigs embed it. The certificates are made
+  by :mod:`racksmith.controlplane.pki` (the clusters' own PKI), as etcd's are.
 * ``pki/apiserver.crt`` / ``pki/apiserver.key`` — the serving certificate,
   signed by that CA with IP and DNS SANs for the requested hosts; reissued when
   the host set changes, when it expires within 30 days, or when it no longer
@@ -44,10 +45,10 @@ from typing import Any
 import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from racksmith.controlplane import pki as certs
 from racksmith.filemodes import private_dir
 from racksmith.redact import register_secrets
 
@@ -79,10 +80,7 @@ AGENT_USER = "racksmith-agent"
 TOKENS_FILE = "tokens.csv"
 PKI_DIR = "pki"
 
-CA_VALIDITY = dt.timedelta(days=3650)
-SERVING_VALIDITY = dt.timedelta(days=365)
 RENEW_BEFORE = dt.timedelta(days=30)
-_BACKDATE = dt.timedelta(minutes=5)  # tolerate small clock skew between hosts
 
 
 class PkiError(RuntimeError):
@@ -176,85 +174,6 @@ def _normalise_hosts(hosts: Iterable[str]) -> tuple[list[_IP], list[str]]:
     return ips, names
 
 
-def _new_key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _issue_ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _new_key()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith-ca")])
-    now = _now()
-    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(ski, critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert, key
-
-
-def _issue_serving(
-    ca_cert: x509.Certificate,
-    ca_key: ec.EllipticCurvePrivateKey,
-    ips: Sequence[_IP],
-    names: Sequence[str],
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = _new_key()
-    now = _now()
-    sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
-    sans += [x509.IPAddress(ip) for ip in ips]
-    ca_ski = ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "racksmith-apiserver")]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _BACKDATE)
-        .not_valid_after(min(now + SERVING_VALIDITY, ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=False,
-                crl_sign=False, encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert, key
-
-
 def _load_ca(
     cert_path: Path, key_path: Path
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
@@ -339,9 +258,11 @@ def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")
     ca_key_path.chmod(0o600)
 
     if not _serving_is_current(cert_path, key_path, ca_cert, ips, names):
-        cert, key = _issue_serving(ca_cert, ca_key, ips, names)
-        _atomic_write(key_path, _key_pem(key))
-        _atomic_write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+        serving = certs.issue_serving(
+            certs.KeyPair(ca_cert.public_bytes(serialization.Encoding.PEM), certs.key_pem(ca_key)),
+            "racksmith-apiserver", [*names, *(str(ip) for ip in ips)])
+        _atomic_write(key_path, serving.key_pem)
+        _atomic_write(cert_path, serving.cert_pem)
     key_path.chmod(0o600)
 
     return Pki(
@@ -356,10 +277,10 @@ def _generate_ca(
     ca_path: Path, ca_key_path: Path
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     log.info("generating the racksmith CA in %s", ca_path.parent)
-    cert, key = _issue_ca()
-    _atomic_write(ca_key_path, _key_pem(key))
-    _atomic_write(ca_path, cert.public_bytes(serialization.Encoding.PEM))
-    return cert, key
+    ca = certs.new_ca("racksmith-ca")
+    _atomic_write(ca_key_path, ca.key_pem)
+    _atomic_write(ca_path, ca.cert_pem)
+    return ca.certificate(), ca.private_key()
 
 
 # --------------------------------------------------------------------------- tokens

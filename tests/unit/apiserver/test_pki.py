@@ -32,6 +32,7 @@ from racksmith.apiserver.pki import (
     load_tokens,
     write_kubeconfig,
 )
+from racksmith.controlplane import pki as certs_mod
 
 KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.33")
 
@@ -108,6 +109,7 @@ def test_serving_cert_renewed_before_expiry(
     old_serving = first.cert_path.read_bytes()
     later = dt.datetime.now(dt.UTC) + dt.timedelta(days=340)
     monkeypatch.setattr(pki_mod, "_now", lambda: later)
+    monkeypatch.setattr(certs_mod, "_now", lambda: later)  # who issues the certificates
     second = ensure_pki(tmp_path)
     assert second.ca_cert_pem == first.ca_cert_pem
     assert second.cert_path.read_bytes() != old_serving
