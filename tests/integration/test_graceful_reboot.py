@@ -27,7 +27,10 @@ from racksmith.controllers.maintenance import (
     graceful_reboot_controller,
     reboot_order,
 )
+from racksmith.controllers.maintenance.reboot import CONTROLLER_NAME
 from racksmith.kinds.cluster import Machine
+from racksmith.runtime import Manager
+from racksmith.runtime.metrics import RESULTS
 from tests.harness.controllers import managed
 from tests.harness.wait import eventually
 from tests.integration.test_node_maintenance import ANN, LCM, METAL, REBOOT_KEY, World
@@ -41,10 +44,15 @@ TIMINGS = GracefulRebootTimings(poll=0.3, node_flow=MaintenanceTimings(
 
 
 @contextlib.asynccontextmanager
-async def running(client: ApiClient) -> AsyncIterator[None]:
+async def running(client: ApiClient) -> AsyncIterator[Manager]:
     async with managed(client, [graceful_reboot_controller(client, timings=TIMINGS)],
-                       identity="reboot-test"):
-        yield
+                       identity="reboot-test") as manager:
+        yield manager
+
+
+def reconciled(manager: Manager) -> float:
+    """How many reconciles the graceful-reboot controller has finished."""
+    return sum(manager.metrics.count(CONTROLLER_NAME, result) for result in RESULTS)
 
 
 class Hosts:
@@ -106,8 +114,9 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient, ns
             assert node is not None and (node.get("spec") or {}).get("unschedulable") is True
             assert await world.pods_on("w-b") == set()
         # Restarted while w-b reboots: the reboot is not asked again.
-        async with running(client):
-            await asyncio.sleep(0.3)
+        async with running(client) as manager:
+            # the new controller looks at the world while w-b is still held
+            await eventually(lambda: reconciled(manager) >= 1, "a first reconcile")
             hosts.held.clear()
 
             async def completed() -> bool:
@@ -125,10 +134,14 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient, ns
             conds = {c["type"]: c["status"] for c in status.get("conditions") or []}
             assert conds == {"Blocked": "False", "LockFailed": "False"}
 
-            # Done machines are never rebooted again.
+            # Done machines are never rebooted again: the reconcile the edit
+            # wakes reads the Completed request and asks nothing.
+            before = reconciled(manager)
             await world.patch(LCM, "gracefulrebootrequests", "demo",
                               {"metadata": {"annotations": {"touch": "1"}}})
-            await asyncio.sleep(0.5)
+            await eventually(lambda: reconciled(manager) > before, "the edit reconciled")
+            for host in ("h-cp", "h-b", "h-a"):
+                assert REBOOT_ANNOTATION not in await world.bmh_annotations(host)
             assert hosts.cycles == ["h-cp", "h-b", "h-a"]
             assert await world.nmr("cp-1") is None
     finally:
