@@ -30,6 +30,7 @@ from racksmith.controllers.update import (
     UpdateTimings,
     update_controller,
 )
+from racksmith.controllers.update.names import CONTROLLER_NAME
 from racksmith.planners.maintenance import (
     CLUSTER_LABEL,
     MACHINE_LABEL,
@@ -41,6 +42,7 @@ from racksmith.planners.maintenance import (
     NodeProgress,
     NodeState,
 )
+from racksmith.runtime import Manager
 from tests.harness import api
 from tests.harness.controllers import managed
 from tests.harness.wait import eventually
@@ -213,11 +215,17 @@ class FakeAlerts:
 
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, flow: NodeFlow, alerts: FakeAlerts | None = None
-                  ) -> AsyncIterator[None]:
+                  ) -> AsyncIterator[Manager]:
     controller = update_controller(client, alert_source=alerts, node_maintenance=flow,
                                    timings=TIMINGS)
-    async with managed(client, [controller], identity="update-test"):
-        yield
+    async with managed(client, [controller], identity="update-test") as manager:
+        yield manager
+
+
+def decided_done(manager: Manager) -> bool:
+    """Whether a reconcile of the update controller has ended in Done: with the
+    cluster in place, that is a reconcile that found no plan to make or drive."""
+    return manager.metrics.count(CONTROLLER_NAME, "done") >= 1
 
 
 def machine_status(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -228,7 +236,7 @@ async def test_plan_commence_locks_order_and_completion(client: ApiClient, ns: s
     world = World(client, ns)
     flow = FakeFlow(world)
     await world.setup(update={"maxUnavailable": {"metal.racksmith.io/rack": 1}})
-    async with running(client, flow):
+    async with running(client, flow) as manager:
         # Default groups, created once.
         async def groups() -> bool:
             names = {g["metadata"]["name"] for g in await world.items(LCM, "updategroups")}
@@ -237,7 +245,9 @@ async def test_plan_commence_locks_order_and_completion(client: ApiClient, ns: s
         default = await world.get(LCM, "updategroups", "demo-default")
         assert default is not None
         assert (default["spec"]["index"], default["spec"]["concurrentUpdates"]) == (1, 2)
-        await asyncio.sleep(0.3)
+        # the release is the one running: the reconcile after the groups finds
+        # no plan to make
+        await eventually(lambda: decided_done(manager), "the cluster reconciled to Done")
         assert await world.items(LCM, "clusterupdateplans") == []
 
         # A new release: exactly one plan, nothing commenced, nothing starts.
