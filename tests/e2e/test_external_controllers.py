@@ -38,7 +38,7 @@ import yaml
 from tests.e2e.demo import wait_for
 from tests.e2e.rack import TIMINGS, Rack, reap
 from tests.harness.audit import component_refusals
-from tests.harness.process import ROOT, start_server
+from tests.harness.process import ROOT, start_server, stop
 
 EXAMPLES = ROOT / "examples" / "cluster"
 MACHINES = ["demo-master-1", "demo-master-2", "demo-master-3", "demo-worker-1",
@@ -156,13 +156,7 @@ def test_racksmith_controllers_bring_the_cluster_up_and_the_standby_takes_over(
         assert "lcmmachines/status" in agents and "racksmith:agents" not in agents
     finally:
         for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop(proc, timeout=30)
         rack.stop()
         reap(data)
     assert procs[1].returncode == 0

@@ -32,17 +32,24 @@ class ServerProc:
     log_path: Path
 
     def kill(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        return self.proc.returncode
+        return stop(self.proc, sig, timeout)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
+         timeout: float = 15.0) -> int:
+    """Stop a process a test started: ``sig`` (a graceful stop), SIGKILL if it
+    has not exited within ``timeout``; its exit status."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    return proc.returncode
 
 
 def start_server(data_dir: Path, *, command: str = "up", extra: list[str] | None = None,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from tests.harness.audit import component_refusals
-from tests.harness.process import ROOT, ServerProc, kubectl_path
+from tests.harness.process import ROOT, ServerProc, kubectl_path, stop
 
 pytestmark = [pytest.mark.timeout(180)]
 
@@ -117,11 +116,6 @@ def test_the_controllers_run_as_their_own_process_with_their_own_identities(
                                    "-n", "racksmith-system", "-o", "json"))
         assert lease["spec"]["holderIdentity"]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=30)
     assert proc.returncode == 0, log_path.read_text()[-3000:]
     kubectl(server_process, "delete", "subnet", "standalone-net")
