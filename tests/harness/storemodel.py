@@ -1,10 +1,11 @@
 """The Store contract as a model: one runner for every backend.
 
 Owns ``run_model`` (random operation sequences applied to a store and to a
-dict, which must agree), and the helpers the store tests share (``rv_of``,
-``collect`` a watch's first events, ``settled``: wait until a store's
-resourceVersion reaches one). Used by tests/unit/store/test_sqlite_store.py
-and tests/integration/test_store_model.py (SQLite and etcd).
+dict, which must agree), and the helpers the store tests share (``obj``
+builds a stored object, ``rv_of``, ``collect`` a watch's first events,
+``settled``: wait until a store's resourceVersion reaches one). Used by
+tests/unit/store/test_sqlite_store.py, tests/integration/test_store_model.py
+and tests/integration/test_store_contract.py (SQLite and etcd).
 """
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ async def settled(store: Store, rv: int) -> None:
     async with asyncio.timeout(10):
         while store.current_rv() < rv:
             await asyncio.sleep(0.005)
+
+
+def obj(name: str, ns: str = "", **spec: Any) -> Obj:
+    """A stored object named ``name`` (in ``ns``) with ``spec``."""
+    md: dict[str, Any] = {"name": name}
+    if ns:
+        md["namespace"] = ns
+    return {"apiVersion": "v1", "kind": "Thing", "metadata": md, "spec": spec}
 
 
 def mobj(k: Key, v: int) -> Obj:

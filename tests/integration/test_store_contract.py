@@ -36,7 +36,7 @@ from racksmith.apiserver.store.base import (
 from racksmith.apiserver.store.etcd import EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from tests.harness.etcd import etcd_config
-from tests.harness.storemodel import NODES, PODS, collect, rv_of, settled
+from tests.harness.storemodel import NODES, PODS, collect, obj, rv_of, settled
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -73,13 +73,6 @@ async def make_store(request: pytest.FixtureRequest, tmp_path: Path
 @pytest_asyncio.fixture(loop_scope="module")
 async def store(make_store: Factory) -> Store:
     return await make_store()
-
-
-def obj(name: str, ns: str = "", **spec: Any) -> Obj:
-    md: dict[str, Any] = {"name": name}
-    if ns:
-        md["namespace"] = ns
-    return {"apiVersion": "v1", "kind": "Thing", "metadata": md, "spec": spec}
 
 
 async def test_crud(store: Store) -> None:

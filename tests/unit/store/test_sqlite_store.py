@@ -15,16 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from racksmith.apiserver.store.base import EventType, Key, Obj, Scope, Store
+from racksmith.apiserver.store.base import EventType, Key, Scope, Store
 from racksmith.apiserver.store.sqlite import SqliteStore
-from tests.harness.storemodel import NODES, PODS, collect, run_model, rv_of
-
-
-def obj(name: str, ns: str = "", **spec: Any) -> Obj:
-    md: dict[str, Any] = {"name": name}
-    if ns:
-        md["namespace"] = ns
-    return {"apiVersion": "v1", "kind": "Thing", "metadata": md, "spec": spec}
+from tests.harness.storemodel import NODES, PODS, collect, obj, run_model, rv_of
 
 
 def test_conforms_to_protocol(tmp_path: Path) -> None:
