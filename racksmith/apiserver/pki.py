@@ -174,22 +174,20 @@ def _normalise_hosts(hosts: Iterable[str]) -> tuple[list[_IP], list[str]]:
     return ips, names
 
 
-def _load_ca(
-    cert_path: Path, key_path: Path
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _load_ca(cert_path: Path, key_path: Path) -> certs.KeyPair:
     try:
-        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
-        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        ca = certs.KeyPair(cert_path.read_bytes(), key_path.read_bytes())
+        cert, key = ca.certificate(), ca.private_key()
     except (ValueError, TypeError):
         raise PkiError(
             f"cannot read the CA in {cert_path.parent}; remove that directory to generate a new"
             " CA (existing kubeconfigs must then be rewritten)"
         ) from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.public_key() != cert.public_key():
+    if key.public_key() != cert.public_key():
         raise PkiError(
             f"{key_path} does not belong to {cert_path}; remove {cert_path.parent} to start over"
         )
-    return cert, key
+    return ca
 
 
 def _serving_is_current(
@@ -243,12 +241,12 @@ def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")
     cert_path, key_path = pki_dir / "apiserver.crt", pki_dir / "apiserver.key"
 
     if not ca_path.exists() and not ca_key_path.exists():
-        ca_cert, ca_key = _generate_ca(ca_path, ca_key_path)
+        ca = _generate_ca(ca_path, ca_key_path)
     elif ca_path.exists() and ca_key_path.exists():
-        ca_cert, ca_key = _load_ca(ca_path, ca_key_path)
-        if ca_cert.not_valid_after_utc - RENEW_BEFORE <= _now():
+        ca = _load_ca(ca_path, ca_key_path)
+        if ca.certificate().not_valid_after_utc - RENEW_BEFORE <= _now():
             log.warning("the racksmith CA expires soon; generating a new one (rewrite kubeconfigs)")
-            ca_cert, ca_key = _generate_ca(ca_path, ca_key_path)
+            ca = _generate_ca(ca_path, ca_key_path)
     else:
         missing = ca_key_path if ca_path.exists() else ca_path
         raise PkiError(
@@ -257,30 +255,27 @@ def ensure_pki(data_dir: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")
         )
     ca_key_path.chmod(0o600)
 
-    if not _serving_is_current(cert_path, key_path, ca_cert, ips, names):
-        serving = certs.issue_serving(
-            certs.KeyPair(ca_cert.public_bytes(serialization.Encoding.PEM), certs.key_pem(ca_key)),
-            "racksmith-apiserver", [*names, *(str(ip) for ip in ips)])
+    if not _serving_is_current(cert_path, key_path, ca.certificate(), ips, names):
+        serving = certs.issue_serving(ca, "racksmith-apiserver",
+                                      [*names, *(str(ip) for ip in ips)])
         _atomic_write(key_path, serving.key_pem)
         _atomic_write(cert_path, serving.cert_pem)
     key_path.chmod(0o600)
 
     return Pki(
-        ca_cert_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        ca_cert_pem=ca.cert_pem,
         ca_path=ca_path,
         cert_path=cert_path,
         key_path=key_path,
     )
 
 
-def _generate_ca(
-    ca_path: Path, ca_key_path: Path
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def _generate_ca(ca_path: Path, ca_key_path: Path) -> certs.KeyPair:
     log.info("generating the racksmith CA in %s", ca_path.parent)
     ca = certs.new_ca("racksmith-ca")
     _atomic_write(ca_key_path, ca.key_pem)
     _atomic_write(ca_path, ca.cert_pem)
-    return ca.certificate(), ca.private_key()
+    return ca
 
 
 # --------------------------------------------------------------------------- tokens

@@ -79,8 +79,7 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    """An EC private key as PEM (PKCS#8, unencrypted: files and Secrets are the protection)."""
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
@@ -127,7 +126,7 @@ def new_ca(common_name: str) -> KeyPair:
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
                            critical=False)
             .sign(key, hashes.SHA256()))
-    return KeyPair(_cert_pem(cert), key_pem(key))
+    return KeyPair(_cert_pem(cert), _key_pem(key))
 
 
 def new_service_account_keys() -> KeyPair:
@@ -135,7 +134,7 @@ def new_service_account_keys() -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                            serialization.PublicFormat.SubjectPublicKeyInfo)
-    return KeyPair(public, key_pem(key))
+    return KeyPair(public, _key_pem(key))
 
 
 def _issue(ca: KeyPair, subject: x509.Name, usages: list[x509.ObjectIdentifier],
@@ -154,7 +153,7 @@ def _issue(ca: KeyPair, subject: x509.Name, usages: list[x509.ObjectIdentifier],
                    ca_key.public_key()), critical=False))
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    return KeyPair(_cert_pem(builder.sign(ca_key, hashes.SHA256())), key_pem(key))
+    return KeyPair(_cert_pem(builder.sign(ca_key, hashes.SHA256())), _key_pem(key))
 
 
 def issue_client(ca: KeyPair, user: str, groups: Iterable[str] = ()) -> KeyPair:

@@ -131,6 +131,21 @@ def test_missing_ca_key_is_an_error_not_a_new_ca(tmp_path: Path) -> None:
     assert pki.ca_path.read_bytes() == pki.ca_cert_pem
 
 
+def test_a_ca_key_of_another_ca_or_garbage_is_an_error_and_nothing_is_rewritten(
+        tmp_path: Path) -> None:
+    pki = ensure_pki(tmp_path)
+    key_path = tmp_path / "pki" / "ca.key"
+    other = ensure_pki(tmp_path / "other")
+    key_path.write_bytes((tmp_path / "other" / "pki" / "ca.key").read_bytes())
+    with pytest.raises(PkiError, match=r"ca\.key does not belong to .*ca\.crt"):
+        ensure_pki(tmp_path)
+    key_path.write_bytes(b"garbage")
+    with pytest.raises(PkiError, match="cannot read the CA"):
+        ensure_pki(tmp_path)
+    assert pki.ca_path.read_bytes() == pki.ca_cert_pem != other.ca_cert_pem
+    assert key_path.read_bytes() == b"garbage"
+
+
 def test_no_hosts_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one host"):
         ensure_pki(tmp_path, ["", " "])
