@@ -29,11 +29,14 @@ def test_a_started_process_shows_its_arguments_at_once_with_settle() -> None:
 def test_a_zombie_is_not_alive() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     try:
-        while True:  # exited, not reaped: a zombie
+        deadline = time.monotonic() + 30  # a bound, not an expectation
+        while time.monotonic() < deadline:  # exited, not reaped: a zombie
             with open(f"/proc/{proc.pid}/stat") as stat:
                 if stat.read().rpartition(")")[2].split()[0] == "Z":
                     break
             time.sleep(0.01)
+        else:
+            pytest.fail("the child never exited")
         assert not procfs.alive(proc.pid)
     finally:
         proc.wait()
