@@ -359,6 +359,21 @@ async def test_close_ends_watches(make_store: Factory) -> None:
     await store.close()  # idempotent
 
 
+async def test_the_rv_never_runs_ahead_of_the_events(make_store: Factory) -> None:
+    """A store's resourceVersion names only writes its watches can give: a
+    write made right after open (before etcd's watch of the store has sent
+    anything), once the store's rv has reached it, is in a watch from just
+    before it. Each open is a race of its own, hence several."""
+    for i in range(8):
+        store = await make_store()
+        base = store.current_rv()
+        created = await store.create(Key(PODS, "", f"early-{i}"), obj(f"early-{i}"))
+        await settled(store, rv_of(created))
+        events = await collect(store.watch(Scope(PODS), base), 1, within=5)
+        assert [(e.key.name, e.rv) for e in events] == [(f"early-{i}", rv_of(created))]
+        await store.close()
+
+
 async def test_restart_keeps_data_and_rv(make_store: Factory) -> None:
     store = await make_store()
     base = store.current_rv()

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import logging
 from collections import deque
@@ -86,7 +87,7 @@ from racksmith.apiserver.store.base import (
     WatchBatch,
     WatchEvent,
 )
-from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
+from racksmith.apiserver.store.watchhub import RawEvent, WatchHub, replay_then_follow
 
 __all__ = ["EtcdConfig", "EtcdStore", "open_channel"]
 
@@ -612,6 +613,10 @@ class EtcdStore(BurstWatches):
             self._follow(cached)
         if events:
             self._hub.publish(events)
+        elif resp.created or resp.fragment:
+            # The revision of a watch's creation says nothing of what it has
+            # delivered: events from its start revision up to it still follow.
+            return
         # A progress notification (no events) is sent only to a watcher that
         # has been sent everything up to its revision; with events, the
         # newest one is as far as this replica knows it has delivered.
@@ -677,29 +682,25 @@ class EtcdStore(BurstWatches):
             return
         ring = self._rings.get(scope.resource)
         floor = ring.evicted_rv if ring is not None else self._start_rv
-        if since_rv < floor:
-            async with contextlib.aclosing(self._direct_watch(scope, since_rv)) as direct:
-                async for events in direct:
-                    yield events
+        watch = self._direct_watch(scope, since_rv) if since_rv < floor else \
+            replay_then_follow(self._hub, scope, since_rv, lambda: self._rv,
+                               functools.partial(self._ring_replay, scope), on_live,
+                               batched=batched)
+        async with contextlib.aclosing(watch) as events:
+            async for batch in events:
+                yield batch
+
+    async def _ring_replay(self, scope: Scope, after: int, upto: int
+                           ) -> AsyncGenerator[WatchBatch, None]:
+        """The cached events in ``scope`` with after < rv <= upto, in one batch."""
+        ring = self._rings.get(scope.resource)
+        if ring is None:
             return
-        sub = self._hub.subscribe(scope)
-        try:
-            last = since_rv
-            if ring is not None:
-                replay = [WatchEvent(c.raw.type, c.raw.key, c.raw.rv, data=c.raw.data)
-                          for c in ring.events
-                          if c.raw.rv > since_rv and scope.contains(c.raw.key)]
-                if replay:
-                    last = replay[-1].rv
-                    yield replay
-            if on_live is not None:
-                # self._rv moves right after a response's events are published
-                on_live(lambda: sub.caught_up(self._rv))
-            async with contextlib.aclosing(sub.bursts(last, batched=batched)) as live:
-                async for batch in live:
-                    yield batch
-        finally:
-            sub.cancel()
+        replay = [WatchEvent(c.raw.type, c.raw.key, c.raw.rv, data=c.raw.data)
+                  for c in ring.events
+                  if after < c.raw.rv <= upto and scope.contains(c.raw.key)]
+        if replay:
+            yield replay
 
     async def _direct_watch(self, scope: Scope, since_rv: int
                             ) -> AsyncGenerator[WatchBatch, None]:

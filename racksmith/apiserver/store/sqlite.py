@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
 import threading
 from collections.abc import AsyncGenerator, Callable
@@ -88,7 +89,7 @@ from racksmith.apiserver.store.base import (
     WatchBatch,
     WatchEvent,
 )
-from racksmith.apiserver.store.watchhub import RawEvent, WatchHub
+from racksmith.apiserver.store.watchhub import RawEvent, WatchHub, replay_then_follow
 
 __all__ = ["SqliteStore", "StoreClosedError", "StoreCorruptedError"]
 
@@ -529,37 +530,34 @@ class SqliteStore(BurstWatches):
                      batched: bool) -> AsyncGenerator[WatchBatch, None]:
         if self._state != "open":
             return
-        sub = self._hub.subscribe(scope)
-        try:
-            if since_rv < self._compact_rv:
-                raise Expired(f"resourceVersion {since_rv} is older than the oldest kept "
-                              f"({self._compact_rv})")
-            last = since_rv
-            upto = self._rv  # everything newer reaches ``sub`` through the hub
-            while last < upto:
-                try:
-                    rows: _EventRows = await self._read(
-                        self._replay_sync, scope, last, upto)
-                except RuntimeError:  # StoreClosedError, or the reader pool shut down
-                    if self._state != "open":
-                        return
-                    raise
-                if rows:
-                    yield [WatchEvent(EventType(etype), Key(scope.resource, ns, name), erv,
-                                      data=data)
-                           for erv, etype, ns, name, data in rows]
-                if len(rows) < _REPLAY_PAGE:
-                    break
-                last = rows[-1][0]
-            last = max(last, upto)
-            if on_live is not None:
-                # self._rv is set as a batch is published, in the same step
-                on_live(lambda: sub.caught_up(self._rv))
-            async with contextlib.aclosing(sub.bursts(last, batched=batched)) as live:
-                async for batch in live:
-                    yield batch
-        finally:
-            sub.cancel()
+        async with contextlib.aclosing(replay_then_follow(
+                self._hub, scope, since_rv, lambda: self._rv,
+                functools.partial(self._replay, scope), on_live, batched=batched)) as watch:
+            async for batch in watch:
+                yield batch
+
+    async def _replay(self, scope: Scope, after: int, upto: int
+                      ) -> AsyncGenerator[WatchBatch, None]:
+        """The event log's events in ``scope`` with after < rv <= upto, a page
+        at a time; nothing more once the store closes."""
+        if after < self._compact_rv:
+            raise Expired(f"resourceVersion {after} is older than the oldest kept "
+                          f"({self._compact_rv})")
+        last = after
+        while last < upto:
+            try:
+                rows: _EventRows = await self._read(self._replay_sync, scope, last, upto)
+            except RuntimeError:  # StoreClosedError, or the reader pool shut down
+                if self._state != "open":
+                    return
+                raise
+            if rows:
+                yield [WatchEvent(EventType(etype), Key(scope.resource, ns, name), erv,
+                                  data=data)
+                       for erv, etype, ns, name, data in rows]
+            if len(rows) < _REPLAY_PAGE:
+                return
+            last = rows[-1][0]
 
     def _replay_sync(self, scope: Scope, after: int,
                      upto: int) -> _EventRows:

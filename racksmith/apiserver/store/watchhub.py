@@ -17,18 +17,37 @@ every subscription (not one per watcher): it decodes on first use, at most
 once, and its ``obj`` is read-only to watchers (whoever needs to change the
 object takes :meth:`~racksmith.apiserver.store.base.WatchEvent.decoded`).
 Nobody pays for decoding events no one consumes.
+
+:func:`replay_then_follow` is a store's whole watch from a resourceVersion:
+subscribe first, replay what the store kept up to the rv published at that
+moment (each store its own way: SQLite's event log, etcd's per-resource
+ring), then follow the subscription from there, so no event falls between
+the two halves and none is given twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import NamedTuple
 
-from racksmith.apiserver.store.base import EventType, Expired, Key, Scope, WatchEvent
+from racksmith.apiserver.store.base import (
+    EventType,
+    Expired,
+    Key,
+    OnLive,
+    Scope,
+    WatchBatch,
+    WatchEvent,
+)
 
-__all__ = ["RawEvent", "Subscription", "WatchHub"]
+__all__ = ["RawEvent", "Replay", "Subscription", "WatchHub", "replay_then_follow"]
+
+Replay = Callable[[int, int], AsyncGenerator[WatchBatch, None]]
+"""``replay(after, upto)``: the kept events of the watch's scope with
+after < rv <= upto, in rv order, a batch at a time (it may raise Expired)."""
 
 
 class RawEvent(NamedTuple):
@@ -185,3 +204,27 @@ class WatchHub:
             for sub in subs:
                 sub._close()
         self._by_resource.clear()
+
+
+async def replay_then_follow(hub: WatchHub, scope: Scope, since_rv: int,
+                             published: Callable[[], int], replay: Replay,
+                             on_live: OnLive | None, *, batched: bool
+                             ) -> AsyncGenerator[WatchBatch, None]:
+    """A watch of ``scope`` from ``since_rv``: ``replay`` up to the rv
+    ``published()`` gave when the subscription was made, then the live
+    events after it. ``on_live`` learns, once live, how to ask up to which rv
+    this watcher has been given everything."""
+    sub = hub.subscribe(scope)
+    try:
+        upto = published()  # everything newer reaches ``sub`` through the hub
+        async with contextlib.aclosing(replay(since_rv, upto)) as kept:
+            async for batch in kept:
+                yield batch
+        if on_live is not None:
+            on_live(lambda: sub.caught_up(published()))
+        async with contextlib.aclosing(sub.bursts(max(since_rv, upto),
+                                                  batched=batched)) as live:
+            async for batch in live:
+                yield batch
+    finally:
+        sub.cancel()
