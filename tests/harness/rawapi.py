@@ -6,7 +6,9 @@ method, body, content type, query and headers; paths written with
 every wire-level test makes (:func:`assert_status`: a Failure ``Status``
 with the code, reason and field paths; :func:`nothing_written`: the store's
 resourceVersion did not move); and the small object builders and setup
-steps those tests share (the widgets.example.com CRD, :func:`settle`).
+steps those tests share (the widgets.example.com CRD, :func:`settle`), and
+their two fixtures: ``shared_server`` (the module's server with the CRD) and
+``api`` (a client in the test's namespace), which such a module imports.
 Used by tests/integration/test_bad_input.py and test_hardening.py.
 """
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import pytest_asyncio
 import yaml
 
 from racksmith.apiserver.server import ApiServer
@@ -195,3 +198,23 @@ def widget(name: str, **spec: Any) -> Obj:
     return {"apiVersion": "example.com/v1", "kind": "Widget",
             "metadata": {"name": name},
             "spec": {k: v for k, v in body.items() if v is not None}}
+
+
+# ---- the fixtures of a module of wire tests (imported by the module that uses them) ----------
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", name="shared_server")
+async def shared_server_fixture(module_api_server: ApiServer) -> ApiServer:
+    """The module's server (``module_api_server``, which a module may
+    override) plus widgets.example.com."""
+    async with client(module_api_server) as a:
+        await create_widget_crd(a)
+    return module_api_server
+
+
+@pytest_asyncio.fixture(loop_scope="module", name="api")
+async def api_fixture(shared_server: ApiServer, ns: str) -> AsyncIterator[Api]:
+    """An :class:`Api` in the test's own namespace, the server settled."""
+    async with client(shared_server, ns) as a:
+        await settle(shared_server)
+        yield a

@@ -1,9 +1,10 @@
 """The Store contract as a model: one runner for every backend.
 
 Owns ``run_model`` (random operation sequences applied to a store and to a
-dict, which must agree), and the helpers the store tests share (``obj``
-builds a stored object, ``rv_of``, ``collect`` a watch's first events,
-``settled``: wait until a store's resourceVersion reaches one). Used by
+dict, which must agree) and ``model_ops`` (hypothesis's strategy for them),
+and the helpers the store tests share (``obj`` builds a stored object,
+``rv_of``, ``collect`` a watch's first events, ``settled``: wait until a
+store's resourceVersion reaches one). Used by
 tests/unit/store/test_sqlite_store.py, tests/integration/test_store_model.py
 and tests/integration/test_store_contract.py (SQLite and etcd).
 """
@@ -15,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from racksmith.apiserver.store.base import (
     AlreadyExistsError,
@@ -30,6 +32,22 @@ from racksmith.apiserver.store.base import (
 
 PODS = "core/pods"
 NODES = "core/nodes"
+
+
+def model_ops(names: list[str]) -> st.SearchStrategy[tuple[Any, ...]]:
+    """One operation of ``run_model``'s, on objects named from ``names`` (fewer
+    names: more collisions) in two resources and three namespaces."""
+    nss = st.sampled_from(["", "n1", "n2"])
+    resources = st.sampled_from([PODS, NODES])
+    keys = st.builds(Key, resources, nss, st.sampled_from(names))
+    return st.one_of(
+        st.tuples(st.just("create"), keys, st.integers(0, 9)),
+        st.tuples(st.just("update"), keys, st.integers(0, 9), st.booleans()),
+        st.tuples(st.just("delete"), keys, st.booleans()),
+        st.tuples(st.just("get"), keys),
+        st.tuples(st.just("list"), resources, st.one_of(st.none(), nss), st.integers(0, 3)),
+        st.tuples(st.just("restart")),
+    )
 
 
 def rv_of(o: Obj) -> int:

@@ -37,7 +37,7 @@ import yaml
 from racksmith.apiserver.server import ApiServer
 from tests.harness.api import serving
 from tests.harness.manifests import WIDGET_CRD
-from tests.harness.rawapi import (
+from tests.harness.rawapi import (  # noqa: F401 (fixtures)
     BMHS,
     CM,
     CRDS,
@@ -45,6 +45,7 @@ from tests.harness.rawapi import (
     Api,
     MiB,
     Obj,
+    api_fixture,
     assert_absent,
     assert_status,
     client,
@@ -53,30 +54,12 @@ from tests.harness.rawapi import (
     list_rv,
     nothing_written,
     settle,
+    shared_server_fixture,
     widget,
 )
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.asyncio(loop_scope="module"),
               pytest.mark.usefixtures("no_server_errors")]
-
-
-# ---- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared_server(module_api_server: ApiServer) -> ApiServer:
-    """The module's server (``tests.harness``) plus widgets.example.com."""
-    async with client(module_api_server) as a:
-        await create_widget_crd(a)
-    return module_api_server
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def api(shared_server: ApiServer, ns: str) -> AsyncIterator[Api]:
-    """A client in the test's own namespace."""
-    async with client(shared_server, ns) as a:
-        await settle(shared_server)
-        yield a
 
 
 # ---- malformed bodies ---------------------------------------------------------------------------

@@ -35,19 +35,21 @@ from racksmith import console
 from racksmith.apiserver.server import ApiServer
 from tests.harness.api import serving
 from tests.harness.process import ServerProc
-from tests.harness.rawapi import (
+from tests.harness.rawapi import (  # noqa: F401 (fixtures)
     CM,
     SECRETS,
     WIDGETS,
     Api,
     MiB,
     Obj,
+    api_fixture,
     assert_status,
     client,
     cm,
     create_widget_crd,
     nothing_written,
     settle,
+    shared_server_fixture,
     widget,
 )
 from tests.harness.wait import eventually
@@ -69,20 +71,6 @@ async def module_api_server(tmp_path_factory: pytest.TempPathFactory
     async with serving(tmp_path_factory.mktemp("hardening") / "data",
                        extra_routes=console.routes(), public=console.is_public) as server:
         yield server
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared_server(module_api_server: ApiServer) -> ApiServer:
-    async with client(module_api_server) as a:
-        await create_widget_crd(a)
-    return module_api_server
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def api(shared_server: ApiServer, ns: str) -> AsyncIterator[Api]:
-    async with client(shared_server, ns) as a:
-        await settle(shared_server)
-        yield a
 
 
 def secret(name: str, **data: str) -> Obj:

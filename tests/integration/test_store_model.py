@@ -21,22 +21,11 @@ from racksmith.apiserver.store.etcd import EtcdStore
 from racksmith.apiserver.store.sqlite import SqliteStore
 from racksmith.etcdcluster import LocalEtcdCluster
 from tests.harness.etcd import etcd_config
-from tests.harness.storemodel import NODES, PODS, run_model
+from tests.harness.storemodel import PODS, model_ops, run_model
 
 # ---------------------------------------------------------------- property test
 
-_names = st.sampled_from(["a", "b", "c"])
-_nss = st.sampled_from(["", "n1", "n2"])
-_resources = st.sampled_from([PODS, NODES])
-_keys = st.builds(Key, _resources, _nss, _names)
-_ops = st.one_of(
-    st.tuples(st.just("create"), _keys, st.integers(0, 9)),
-    st.tuples(st.just("update"), _keys, st.integers(0, 9), st.booleans()),
-    st.tuples(st.just("delete"), _keys, st.booleans()),
-    st.tuples(st.just("get"), _keys),
-    st.tuples(st.just("list"), _resources, st.one_of(st.none(), _nss), st.integers(0, 3)),
-    st.tuples(st.just("restart")),
-)
+_ops = model_ops(["a", "b", "c"])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from racksmith.apiserver.store.base import EventType, Key, Scope, Store
 from racksmith.apiserver.store.sqlite import SqliteStore
-from tests.harness.storemodel import NODES, PODS, collect, obj, run_model, rv_of
+from tests.harness.storemodel import PODS, collect, model_ops, obj, run_model, rv_of
 
 
 def test_conforms_to_protocol(tmp_path: Path) -> None:
@@ -88,18 +88,7 @@ async def test_restart_keeps_data_and_rv(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- property test
 
-_names = st.sampled_from(["a", "b", "c", "d"])
-_nss = st.sampled_from(["", "n1", "n2"])
-_resources = st.sampled_from([PODS, NODES])
-_keys = st.builds(Key, _resources, _nss, _names)
-_ops = st.one_of(
-    st.tuples(st.just("create"), _keys, st.integers(0, 9)),
-    st.tuples(st.just("update"), _keys, st.integers(0, 9), st.booleans()),
-    st.tuples(st.just("delete"), _keys, st.booleans()),
-    st.tuples(st.just("get"), _keys),
-    st.tuples(st.just("list"), _resources, st.one_of(st.none(), _nss), st.integers(0, 3)),
-    st.tuples(st.just("restart")),
-)
+_ops = model_ops(["a", "b", "c", "d"])
 
 
 @settings(max_examples=60, deadline=None,
