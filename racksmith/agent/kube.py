@@ -177,6 +177,8 @@ class NodeSource:
         self._slot = slot
         self._recheck = recheck
         self._inner: KubeSource | None = None
+        self.unreachable = 0
+        """How many times it found no API to watch on and waited for a change."""
 
     @property
     def informer(self) -> SharedInformer | None:
@@ -198,6 +200,7 @@ class NodeSource:
             try:
                 api = await kube.node_api_client()
             except (ClusterUnavailable, OSError, HostError):
+                self.unreachable += 1
                 await kube.wait_for_change(generation, self._clock, self._recheck)
                 continue
             inner = KubeSource(api, self.resource, field_selector=self._field_selector,

@@ -199,6 +199,8 @@ class EmulatedKubelet:
         """When the Node's status was last posted, and what (heartbeat times left out)."""
         self._leased = False
         """The Lease was there (or made) at the last tick."""
+        self.failed_ticks = 0
+        """Ticks of :meth:`run` whose sync failed (and were retried at the next)."""
         self._generation = kube.generation
         """The API the node side used at the last tick (``AgentKube.generation``)."""
         self._lock = asyncio.Lock()
@@ -319,6 +321,7 @@ class EmulatedKubelet:
                 raise
             except Exception as exc:  # the API may be away; the next tick retries
                 log.warning("kubelet sync failed", node=self.node_name, error=str(exc))
+                self.failed_ticks += 1
                 self.forget()
             await wait_event(self.clock, stop, self.timing.kubelet_status)
 

@@ -7,7 +7,8 @@ runs a :class:`Manager` (:func:`managed` builds one first). Each waits
 before the block runs, and stops everything when the block ends, also when
 it fails: gracefully and bounded for a manager, with ``grace`` for bare
 controllers. A test on a shared server relies on that: when it ends, none of
-its controllers writes any more.
+its controllers writes any more. :func:`reconciled_again` waits for a
+controller to look again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.runtime import Controller, Manager
+from racksmith.runtime.metrics import RESULTS, RuntimeMetrics
 from tests.harness.wait import WAIT, eventually
 
 
@@ -65,3 +67,18 @@ async def managed(client: ApiClient, controllers: Sequence[Controller], *, ident
                       shutdown_timeout=shutdown_timeout, **kw)
     async with managing(manager):
         yield manager
+
+
+def finished_reconciles(metrics: RuntimeMetrics, controller: str) -> float:
+    """The reconciles ``controller`` has finished, whatever their outcome."""
+    return sum(metrics.count(controller, result) for result in RESULTS)
+
+
+async def reconciled_again(metrics: RuntimeMetrics, controller: str, what: str) -> None:
+    """Wait until ``controller`` has finished two more reconciles than now.
+    One key's reconciles never overlap, so with one object in play at least
+    the second of them began after this call: what a test waits on before it
+    asserts that the controller did *not* go on (rather than sleeping)."""
+    mark = finished_reconciles(metrics, controller)
+    await eventually(lambda: finished_reconciles(metrics, controller) >= mark + 2,
+                     f"{controller} to reconcile again ({what})")

@@ -28,7 +28,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from racksmith.agent import kubeadm
 from racksmith.agent.config import AgentTiming
 from racksmith.agent.host import EmulatedHost
-from racksmith.agent.kube import AgentKube
+from racksmith.agent.kube import AgentKube, NodeSource
 from racksmith.agent.kubelet import EmulatedKubelet
 from racksmith.clock import SystemClock
 from racksmith.controlplane.pki import ClusterPki, issue_client, issue_serving
@@ -37,6 +37,7 @@ from racksmith.runtime.client import as_client
 from racksmith.runtime.errors import Forbidden, ServerError
 from racksmith.runtime.resources import NODES, PODS
 from tests.harness.process import ServerProc, start_server
+from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -200,7 +201,8 @@ async def test_the_pod_watch_runs_on_the_clusters_api(
     follow = asyncio.create_task(kubelet.follow_pods(source, stop))
     cluster = as_client(admin)
     try:
-        await asyncio.sleep(0.2)
+        assert isinstance(source, NodeSource)
+        await eventually(lambda: source.unreachable > 0, "the pod watch to find no API")
         assert not source.has_synced and not kube.uses_cluster
         host.write_file(kubeadm.KUBELET_CONF, with_credentials, 0o600)  # the kubeadm item
         await kube.refresh()  # as the kubelet's next tick does
@@ -253,7 +255,9 @@ async def test_an_endpoint_not_serving_yet_makes_the_kubelet_retry(
             point_at(port)
             with pytest.raises(ServerError, match="no answer from the API server"):
                 await kubelet.sync()
-            await asyncio.sleep(0.3)
+            failed = kubelet.failed_ticks
+            await eventually(lambda failed=failed: kubelet.failed_ticks >= failed + 2,
+                             f"two more failed ticks against port {port}")
             assert not ticking.done()  # several failed ticks: still running
         point_at(cluster_api.port)
         assert await kubelet.sync() is True  # the endpoint serves now: registered

@@ -204,17 +204,21 @@ def test_delete_with_finalizer_waits_for_a_controller(kubectl: Kubectl) -> None:
     kubectl.apply(widget("f1", namespace=ns, extra=""))
     kubectl.run("patch", "widget", "f1", "-n", ns, "--type=merge", "-p",
                 '{"metadata":{"finalizers":["example.com/hold"]}}')
-    proc = kubectl.popen("delete", "widget", "f1", "-n", ns, "--timeout=60s")
+    # -v=6: kubectl logs each request as its answer arrives, its watch too
+    proc = kubectl.popen("delete", "widget", "f1", "-n", ns, "--timeout=60s", "-v=6")
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            ts = kubectl.run("get", "widget", "f1", "-n", ns, "-o",
-                             "jsonpath={.metadata.deletionTimestamp}").stdout
-            if ts:
+        assert proc.stderr is not None
+        requests = []
+        for line in proc.stderr:  # ends if kubectl exits
+            requests.append(line)
+            if "watch=true" in line:
                 break
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        time.sleep(1.0)
+        assert "watch=true" in requests[-1], "".join(requests)
+        assert " 200 OK" in requests[-1]
+        # kubectl now waits on its watch, and the object is there to wait for
+        ts = kubectl.run("get", "widget", "f1", "-n", ns, "-o",
+                         "jsonpath={.metadata.deletionTimestamp}").stdout
+        assert ts, "the object went while its finalizer was set"
         assert proc.poll() is None, "kubectl delete returned while the finalizer was set"
         # the "controller": removes its finalizer, as a reconcile would
         kubectl.run("patch", "widget", "f1", "-n", ns, "--type=json", "-p",

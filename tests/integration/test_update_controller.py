@@ -44,7 +44,7 @@ from racksmith.planners.maintenance import (
 )
 from racksmith.runtime import Manager
 from tests.harness import api
-from tests.harness.controllers import managed
+from tests.harness.controllers import managed, reconciled_again
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -337,7 +337,7 @@ async def test_autopause_recommence_and_restart(client: ApiClient, ns: str) -> N
         "apiVersion": f"{LCM}/{V}", "kind": "UpdateAutoPause", "metadata": {"name": "pause"},
         "spec": {"alerts": ["KubeAPIDown", "EtcdNoLeader"]}})
     flow.hold.add("m0")
-    async with running(client, flow, alerts):
+    async with running(client, flow, alerts) as manager:
         await world.set_release("rel-2")
         await eventually(lambda: _exists(world.plan()), "plan demo-rel-2")
         plan = await world.plan()
@@ -372,7 +372,7 @@ async def test_autopause_recommence_and_restart(client: ApiClient, ns: str) -> N
         plan = await world.plan()
         assert plan is not None
         assert plan["status"]["steps"][1]["phase"] == "AutoPaused"
-        await asyncio.sleep(0.5)
+        await reconciled_again(manager.metrics, CONTROLLER_NAME, "the auto-paused plan")
         assert flow.starts == list(MASTERS)
 
         # The alert resolves; the operator re-commences; one worker is held.

@@ -32,7 +32,7 @@ from racksmith.controllers.volume import (
 )
 from tests.harness import api
 from tests.harness.api import optional
-from tests.harness.controllers import running
+from tests.harness.controllers import reconciled_again, running
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -243,8 +243,8 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient, ns: str) -> N
     world = World(client, ns)
     await world.setup()
     agent = Agent(client, "n1")
-    async with running(volume_controller(client, timings=TIMINGS),
-                       claim_binder_controller(client)), agent_running(agent):
+    volumes = volume_controller(client, timings=TIMINGS)
+    async with running(volumes, claim_binder_controller(client)), agent_running(agent):
         await world.volume("v5")
         await world.in_phase("v5", "Available")
         claim: Any = {
@@ -274,7 +274,7 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient, ns: str) -> N
                 f"PersistentVolume v5 is bound to claim {ns}/data"
         await eventually(blocked, "volume v5 blocked by its claim")
         assert (await world.status("v5"))["phase"] == "Terminating"
-        await asyncio.sleep(0.5)  # give a wrong controller time to go on
+        await reconciled_again(volumes.metrics, volumes.name, "the blocked volume v5")
         assert agent.ops("v5") == ["prepare"]
         pv = await world.pv("v5")
         assert pv is not None and pv["status"]["phase"] == "Bound"
