@@ -92,6 +92,8 @@ class Controllers:
         self.port = 0
         self._client: Any = None
         self._ironic: IronicClient | None = None
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        """The provisioner's work directory (Ironic's settings want one), removed at stop."""
         self._clusters: ClusterClients | None = None
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
@@ -114,7 +116,8 @@ class Controllers:
             self._ironic = IronicClient(s.ironic_url, node_poll_interval=1.0, auth=auth,
                                         ca_file=s.ironic_ca)
             await self._ironic.__aenter__()
-            work = Path(tempfile.mkdtemp(prefix="racksmith-controllers-"))
+            self._scratch = tempfile.TemporaryDirectory(prefix="racksmith-controllers-")
+            work = Path(self._scratch.name)
             provisioner = IronicProvisioner(
                 self._ironic, ironic_settings(work, 0, "", work / "http", None),
                 timings=s.timings.ironic)
@@ -168,6 +171,8 @@ class Controllers:
             await self.identities.close()
         if self._ironic is not None:
             await self._ironic.__aexit__(None, None, None)
+        if self._scratch is not None:
+            self._scratch.cleanup()
         if self._clusters is not None:
             await self._clusters.close()
         if self._client is not None:
