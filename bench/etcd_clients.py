@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import json
 import os
 import platform
 import sys
@@ -119,6 +120,7 @@ async def measure(cluster: LocalEtcdCluster, n: int) -> list[tuple[str, float, f
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="creates per run")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="racksmith-etcd-clients-") as d:
@@ -135,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         better = gr / gw if metric.startswith("creates") else gw / gr
         print(f"{metric:<42}{gw:>20,.3f}{gr:>12,.3f}{better:>7.2f}x")
     print("ratio: how many times better gRPC does (throughput up, time down)")
+    if args.json is not None:
+        args.json.write_text(json.dumps({
+            "n": args.n, "load_before": load,
+            "rows": [{"metric": m, "gateway": gw, "grpc": gr,
+                      "ratio": gr / gw if m.startswith("creates") else gw / gr}
+                     for m, gw, gr in rows]}, indent=2) + "\n")
     return 0
 
 

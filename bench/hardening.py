@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import sys
 import tempfile
 import time
@@ -114,7 +116,7 @@ async def alias_bombs(client: Client) -> None:
     await asyncio.gather(*(one() for _ in range(10)))
 
 
-async def run(rounds: int) -> int:
+async def run(rounds: int, rows: list[dict[str, object]]) -> int:
     with tempfile.TemporaryDirectory(prefix="racksmith-bench-hardening-") as tmp:
         server = start_server(Path(tmp) / "data")
         try:
@@ -138,15 +140,24 @@ async def run(rounds: int) -> int:
         verdict = "ok" if worst <= TARGET_MS else "MISSED"
         print(f"{name:32} {len(samples):7d} {p50:8.1f} {p99:8.1f} {worst:8.1f} "
               f"{p99 / idle_p99:8.1f}x {('<= 100 ' + verdict):>10}")
+        rows.append({"load": name, "samples": len(samples), "p50_ms": p50, "p99_ms": p99,
+                     "max_ms": worst, "target_ms": TARGET_MS})
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON")
     args = parser.parse_args(argv)
+    rows: list[dict[str, object]] = []
     try:
-        return asyncio.run(run(args.rounds))
+        rc = asyncio.run(run(args.rounds, rows))
+        if args.json is not None:
+            args.json.write_text(json.dumps({"rounds": args.rounds,
+                                             "load_after": os.getloadavg()[0],
+                                             "rows": rows}, indent=2) + "\n")
+        return rc
     except RuntimeError as exc:
         print(f"hardening bench: {exc}", file=sys.stderr)
         return 1
