@@ -74,11 +74,15 @@ def finished_reconciles(metrics: RuntimeMetrics, controller: str) -> float:
     return sum(metrics.count(controller, result) for result in RESULTS)
 
 
-async def reconciled_again(metrics: RuntimeMetrics, controller: str, what: str) -> None:
-    """Wait until ``controller`` has finished two more reconciles than now.
+async def reconciled_again(metrics: RuntimeMetrics, controller: str, what: str, *,
+                           since: float | None = None, more: int = 2) -> None:
+    """Wait until ``controller`` has finished ``more`` reconciles beyond
+    ``since`` (a :func:`finished_reconciles` taken earlier; default: now).
     One key's reconciles never overlap, so with one object in play at least
-    the second of them began after this call: what a test waits on before it
-    asserts that the controller did *not* go on (rather than sleeping)."""
-    mark = finished_reconciles(metrics, controller)
-    await eventually(lambda: finished_reconciles(metrics, controller) >= mark + 2,
+    the second of two began after this call; with ``since`` taken while the
+    controller was idle, before the write it should ignore, one is enough.
+    What a test waits on before it asserts that the controller did *not* go
+    on (rather than sleeping)."""
+    mark = finished_reconciles(metrics, controller) if since is None else since
+    await eventually(lambda: finished_reconciles(metrics, controller) >= mark + more,
                      f"{controller} to reconcile again ({what})")

@@ -30,8 +30,7 @@ from racksmith.controllers.maintenance import (
 from racksmith.controllers.maintenance.reboot import CONTROLLER_NAME
 from racksmith.kinds.cluster import Machine
 from racksmith.runtime import Manager
-from racksmith.runtime.metrics import RESULTS
-from tests.harness.controllers import managed
+from tests.harness.controllers import finished_reconciles, managed, reconciled_again
 from tests.harness.wait import eventually
 from tests.integration.test_node_maintenance import ANN, LCM, METAL, REBOOT_KEY, World
 
@@ -48,11 +47,6 @@ async def running(client: ApiClient) -> AsyncIterator[Manager]:
     async with managed(client, [graceful_reboot_controller(client, timings=TIMINGS)],
                        identity="reboot-test") as manager:
         yield manager
-
-
-def reconciled(manager: Manager) -> float:
-    """How many reconciles the graceful-reboot controller has finished."""
-    return sum(manager.metrics.count(CONTROLLER_NAME, result) for result in RESULTS)
 
 
 class Hosts:
@@ -116,7 +110,7 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient, ns
         # Restarted while w-b reboots: the reboot is not asked again.
         async with running(client) as manager:
             # the new controller looks at the world while w-b is still held
-            await eventually(lambda: reconciled(manager) >= 1, "a first reconcile")
+            await reconciled_again(manager.metrics, CONTROLLER_NAME, "a first", since=0, more=1)
             hosts.held.clear()
 
             async def completed() -> bool:
@@ -136,10 +130,11 @@ async def test_machines_reboot_one_by_one_in_upgrade_order(client: ApiClient, ns
 
             # Done machines are never rebooted again: the reconcile the edit
             # wakes reads the Completed request and asks nothing.
-            before = reconciled(manager)
+            before = finished_reconciles(manager.metrics, CONTROLLER_NAME)
             await world.patch(LCM, "gracefulrebootrequests", "demo",
                               {"metadata": {"annotations": {"touch": "1"}}})
-            await eventually(lambda: reconciled(manager) > before, "the edit reconciled")
+            await reconciled_again(manager.metrics, CONTROLLER_NAME, "the edit", since=before,
+                                   more=1)
             for host in ("h-cp", "h-b", "h-a"):
                 assert REBOOT_ANNOTATION not in await world.bmh_annotations(host)
             assert hosts.cycles == ["h-cp", "h-b", "h-a"]

@@ -35,12 +35,13 @@ from racksmith.controllers.ipamhost import (
     ipamhost_controller,
     l2template_controller,
 )
+from racksmith.controllers.ipamhost.host import CONTROLLER_NAME as IPAMHOST
 from racksmith.runtime import Manager, ObjectKey
 from racksmith.runtime.errors import Conflict
 from racksmith.runtime.kubeclient import api_client_from_kubeconfig
 from tests.harness import api
 from tests.harness.api import MERGE as MERGE_PATCH
-from tests.harness.controllers import managed
+from tests.harness.controllers import finished_reconciles, managed, reconciled_again
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -380,10 +381,12 @@ async def test_template_change_waits_for_confirmation(
     assert "host-e" in cond(t, "ChangeConfirmed")["message"]
 
     # A wrong confirmation (an old generation) changes nothing.
+    idle = finished_reconciles(controllers.metrics, IPAMHOST)
     await world.custom.patch_namespaced_custom_object(
         GROUP, VERSION, world.ns, "l2templates", "tpl",
         {"metadata": {"annotations": {CONFIRM_GENERATION: "1"}}}, **MERGE_PATCH)
-    await asyncio.sleep(0.3)
+    await reconciled_again(controllers.metrics, IPAMHOST, "the wrong confirmation",
+                           since=idle, more=1)
     obj = await world.read("ipamhosts", "host-e")
     assert obj is not None and obj["metadata"]["annotations"][RENDERED_GENERATION] == "1"
 

@@ -38,6 +38,7 @@ import yaml
 from racksmith.apiserver.pki import load_tokens
 from tests.harness.files import loose_modes
 from tests.harness.process import ROOT, ServerProc, start_server
+from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -101,8 +102,8 @@ async def test_no_secret_in_any_log_and_private_files(tmp_path: Path) -> None:
     proc = start_server(data, command="apiserver")
     try:
         internal = await _failing_requests(proc)
-        time.sleep(0.5)  # let the server write its last records
-        assert (data / "store.db-wal").exists() and (data / "store.db-shm").exists()
+        await eventually(lambda: (data / "store.db-wal").exists()
+                         and (data / "store.db-shm").exists(), "the store's WAL files")
         assert _loose(data) == [], _loose(data)
     finally:
         proc.kill(signal.SIGTERM)

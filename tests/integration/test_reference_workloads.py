@@ -28,8 +28,8 @@ from racksmith.emulator.workloads import (
     reference_workloads_controller,
 )
 from racksmith.runtime import Controller
-from racksmith.runtime.metrics import RESULTS
 from tests.harness import api
+from tests.harness.controllers import reconciled_again
 from tests.harness.controllers import running as running_controllers
 from tests.harness.wait import eventually
 
@@ -142,11 +142,6 @@ async def running(client: ApiClient) -> AsyncIterator[Controller]:
     controller = reference_workloads_controller(client, timings=TIMINGS)
     async with running_controllers(controller, grace=5):
         yield controller
-
-
-def reconciled(controller: Controller) -> float:
-    """How many reconciles ``controller`` has finished."""
-    return sum(controller.metrics.count(controller.name, result) for result in RESULTS)
 
 
 async def test_defaults_spread_pdb_and_locks(client: ApiClient, kubelet: Kubelet) -> None:
@@ -327,7 +322,7 @@ async def test_restart_mid_migration_resumes(client: ApiClient, kubelet: Kubelet
     async with running(client) as controller:
         # the new controller has looked at the whole service once (it has one
         # key: every kind it watches enqueues it) while n1's pods are held
-        await eventually(lambda: reconciled(controller) >= 1, "a first reconcile")
+        await reconciled_again(controller.metrics, controller.name, "a first", since=0, more=1)
         assert len(await site.pods()) == 4 + on_n1  # no second set of replacements
         kubelet.hold = set()
         await eventually(lambda: _is(site.state("reference.n1"), "inactive"), "n1 released")

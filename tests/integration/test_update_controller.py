@@ -403,7 +403,7 @@ async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient
     world = World(client, ns)
     flow = FakeFlow(world)
     await world.setup(masters=("m0",), workers=("w0", "w1", "w2"))
-    async with running(client, flow):
+    async with running(client, flow) as manager:
         # A plan nobody commenced is replaced when the target moves on.
         await world.set_release("rel-2")
         await eventually(lambda: _exists(world.plan()), "plan demo-rel-2")
@@ -424,7 +424,7 @@ async def test_blocked_drain_pauses_and_stale_plan_is_replaced(client: ApiClient
             conds = ((plan or {}).get("status") or {}).get("conditions") or []
             return any(c["type"] == "Blocked" and c["status"] == "True" for c in conds)
         await eventually(blocked, "plan condition Blocked")
-        await asyncio.sleep(0.5)
+        await reconciled_again(manager.metrics, CONTROLLER_NAME, "the blocked plan")
         # w0 and w1 started together (concurrency 2); w1 finished, w2 would fit but waits.
         assert flow.starts == ["m0", "w0", "w1"]
         assert "w2" not in await world.nmrs()
