@@ -214,7 +214,7 @@ def test_delete_with_finalizer_waits_for_a_controller(kubectl: Kubectl) -> None:
             if "watch=true" in line:
                 break
         assert "watch=true" in requests[-1], "".join(requests)
-        assert " 200 OK" in requests[-1]
+        assert "200 OK" in requests[-1]
         # kubectl now waits on its watch, and the object is there to wait for
         ts = kubectl.run("get", "widget", "f1", "-n", ns, "-o",
                          "jsonpath={.metadata.deletionTimestamp}").stdout

@@ -32,7 +32,7 @@ from racksmith.controllers.volume import (
 )
 from tests.harness import api
 from tests.harness.api import optional
-from tests.harness.controllers import reconciled_again, running
+from tests.harness.controllers import finished_reconciles, reconciled_again, running
 from tests.harness.wait import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -274,7 +274,13 @@ async def test_bound_volume_waits_for_its_claim(client: ApiClient, ns: str) -> N
                 f"PersistentVolume v5 is bound to claim {ns}/data"
         await eventually(blocked, "volume v5 blocked by its claim")
         assert (await world.status("v5"))["phase"] == "Terminating"
-        await reconciled_again(volumes.metrics, volumes.name, "the blocked volume v5")
+        # Woken again (an annotation), the controller still waits for the claim.
+        idle = finished_reconciles(volumes.metrics, volumes.name)
+        await world.patch(GROUP, "volumes", "v5", {"metadata": {"annotations": {"touch": "1"}}},
+                          namespace=None)
+        await reconciled_again(volumes.metrics, volumes.name, "the blocked volume v5, woken",
+                               since=idle, more=1)
+        assert (await world.status("v5"))["phase"] == "Terminating"
         assert agent.ops("v5") == ["prepare"]
         pv = await world.pv("v5")
         assert pv is not None and pv["status"]["phase"] == "Bound"
