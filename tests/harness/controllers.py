@@ -8,12 +8,14 @@ before the block runs, and stops everything when the block ends, also when
 it fails: gracefully and bounded for a manager, with ``grace`` for bare
 controllers. A test on a shared server relies on that: when it ends, none of
 its controllers writes any more. :func:`reconciled_again` waits for a
-controller to look again.
+controller to look again, :class:`ReconcileSpy` for it to look at one object
+again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -21,7 +23,9 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from racksmith.runtime import Controller, Manager
+from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.metrics import RESULTS, RuntimeMetrics
+from racksmith.runtime.result import Result
 from tests.harness.wait import WAIT, eventually
 
 
@@ -86,3 +90,26 @@ async def reconciled_again(metrics: RuntimeMetrics, controller: str, what: str, 
     mark = finished_reconciles(metrics, controller) if since is None else since
     await eventually(lambda: finished_reconciles(metrics, controller) >= mark + more,
                      f"{controller} to reconcile again ({what})")
+
+
+class ReconcileSpy:
+    """Counts a controller's finished reconciles per object: wraps its
+    reconciler (installed before the objects it should see are made), so a
+    test can wait until one object has been looked at again — where the
+    controller's own counters mix every object."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._inner = controller.reconciler
+        self.finished: collections.Counter[ObjectKey] = collections.Counter()
+        controller.reconciler = self
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        try:
+            return await self._inner.reconcile(key)
+        finally:
+            self.finished[key] += 1
+
+    async def reconciled(self, key: ObjectKey, times: int, what: str) -> None:
+        """Wait until ``key`` has been reconciled ``times`` times in all."""
+        await eventually(lambda: self.finished[key] >= times,
+                         f"{times} reconciles of {key} ({what})")

@@ -10,7 +10,6 @@ tests share the module's API server, each in its own namespace
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import dataclasses
@@ -41,9 +40,10 @@ from racksmith.kinds.hostannotations import (
     STATUS,
 )
 from racksmith.runtime import Controller
+from racksmith.runtime.keys import ObjectKey
 from tests.harness import api
 from tests.harness.baremetal import BMH_SETTINGS, bmh_controller, fixture_provisioner
-from tests.harness.controllers import managed
+from tests.harness.controllers import ReconcileSpy, managed
 from tests.harness.fixture_provisioner import FixtureNode, FixtureProvisioner
 from tests.harness.wait import eventually
 
@@ -358,7 +358,8 @@ async def test_an_error_waits_out_its_back_off_until_an_input_changes(
     backend.bmc_credentials["redfish://bmc-h9.example/redfish/v1/Systems/1"] = (
         "admin", "right-one")
     slow = dataclasses.replace(BMH_SETTINGS, error_backoff_base=30.0, error_backoff_cap=60.0)
-    async with running(client, backend, slow):
+    async with running(client, backend, slow) as controller:
+        spy = ReconcileSpy(controller)
         await cluster.secret("h9-bmc", password=PASSWORD)
         await cluster.host("h9")
 
@@ -369,7 +370,8 @@ async def test_an_error_waits_out_its_back_off_until_an_input_changes(
         def registers() -> int:
             return sum(n for (_, op), n in backend.calls.items() if op == "register")
         calls = registers()
-        await asyncio.sleep(1.5)
+        # the reconcile that failed, then the one its status write woke
+        await spy.reconciled(ObjectKey(cluster.ns, "h9"), 2, "woken by its error's status")
         status = status_of(await cluster.read("h9"))
         assert status["errorCount"] == 1, status
         assert registers() == calls

@@ -13,7 +13,6 @@ the agent Secret, releases and Nodes included, is deleted after it
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -27,11 +26,13 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from racksmith.controllers.cluster import cluster_controller
 from racksmith.controllers.machine import FINALIZER, MachineTimings, machine_controller
+from racksmith.runtime import Controller
+from racksmith.runtime.keys import ObjectKey
 from racksmith.runtime.tokens import token_claims
 from tests.harness import api
 from tests.harness.api import optional
 from tests.harness.baremetal import bmh_controller, fixture_provisioner
-from tests.harness.controllers import managed
+from tests.harness.controllers import ReconcileSpy, managed
 from tests.harness.fixture_provisioner import FixtureProvisioner
 from tests.harness.wait import eventually
 
@@ -126,15 +127,13 @@ class World(api.World):
 
 @contextlib.asynccontextmanager
 async def running(client: ApiClient, backend: FixtureProvisioner | None = None
-                  ) -> AsyncIterator[None]:
+                  ) -> AsyncIterator[Controller]:
+    """The BareMetalHost, Machine and Cluster controllers; yields the Machine one."""
     backend = backend if backend is not None else fixture_provisioner()
-    controllers = [
-        bmh_controller(client, backend),
-        machine_controller(client, workers=2, timings=TIMINGS),
-        cluster_controller(client),
-    ]
+    machines = machine_controller(client, workers=2, timings=TIMINGS)
+    controllers = [bmh_controller(client, backend), machines, cluster_controller(client)]
     async with managed(client, controllers, identity="machine-test"):
-        yield
+        yield machines
 
 
 async def setup(world: World, hosts: dict[str, str]) -> None:
@@ -473,7 +472,8 @@ async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiC
     the Machine annotation ``lcm.racksmith.io/release`` does; a new machine
     joins at the cluster's release."""
     world = World(client, ns)
-    async with running(client):
+    async with running(client) as machines:
+        spy = ReconcileSpy(machines)
         await setup(world, {"h1": "a", "h2": "a"})
         rel1 = await world.get(CLUSTER, "clusterreleases", "rel-1", namespace=None)
         assert rel1 is not None
@@ -496,6 +496,7 @@ async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiC
         patch: Any = world.custom.patch_namespaced_custom_object  # _content_type is untyped
         await patch(CLUSTER, V, ns, "clusters", "demo", {"spec": {"release": "rel-2"}},
                     _content_type="application/merge-patch+json")
+        looked = spy.finished[ObjectKey(ns, "old")]
         # A new machine joins at the cluster's (new) release ...
         await world.machine("new", ["node"], "a")
         await world.render_network("new")
@@ -503,8 +504,9 @@ async def test_deployed_machines_stay_on_their_release_until_pinned(client: ApiC
                                      lambda: world.get(LCM, "lcmmachines", "new"))
         assert new_lcm["spec"]["release"] == "rel-2"
         assert "linux-image" in [i["name"] for i in new_lcm["spec"]["stateItems"]]
-        # ... by then the cluster change has been seen by the deployed one: it stays.
-        await asyncio.sleep(0.5)
+        # ... and the deployed one, looked at again since the change (it is
+        # re-checked every second at rest), stays.
+        await spy.reconciled(ObjectKey(ns, "old"), looked + 2, "the cluster's new release")
         lcm = await world.get(LCM, "lcmmachines", "old")
         assert lcm is not None
         assert (lcm["spec"]["release"], lcm["metadata"]["generation"]) == ("rel-1", generation)

@@ -270,9 +270,7 @@ async def test_full_flow_locks_drain_apply_reboot_resume(client: ApiClient, ns: 
     assert await world.pods_on("m1") == {"web-1", "ds-1"}
     nmr = await world.nmr("m1")
     assert nmr is not None and f"{ANN}drain-started" in nmr["metadata"]["annotations"]
-    await asyncio.sleep(0.4)
-    p = await flow.advance(j)
-    assert p.state == NodeState.BLOCKED
+    p = await until(flow, j, NodeState.BLOCKED)  # once the drain timeout has passed
     assert p.message.startswith(
         f"drain blocked: pod {ns}/web-1 is protected by PodDisruptionBudget {ns}/web (")
     assert "needs 2 healthy pods" in p.message
