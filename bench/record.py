@@ -61,8 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS, help="where NAME.json goes")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- the benchmark's command line")
     args = p.parse_args(argv)
-    command = [c for c in args.command if c != "--"] if args.command[:1] == ["--"] \
-        else list(args.command)
+    command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     if not command:
         p.error("no command given")
     args.results.mkdir(exist_ok=True)

@@ -401,8 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true",
                    help="exit 1 if the page's figures differ from the results")
     args = p.parse_args(argv)
-    records = {k: v for k, v in load(args.results).items() if k in BENCHMARKS}
-    unknown = sorted(set(load(args.results)) - set(BENCHMARKS))
+    recorded = load(args.results)
+    records = {k: v for k, v in recorded.items() if k in BENCHMARKS}
+    unknown = sorted(set(recorded) - set(BENCHMARKS))
     if unknown:
         print(f"results of no known benchmark (ignored): {', '.join(unknown)}")
     old = args.doc.read_text()

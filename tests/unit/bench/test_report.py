@@ -114,3 +114,11 @@ def test_record_keeps_the_scripts_json_and_the_run(tmp_path: Path, ok: bool) -> 
     assert got["results"] == ({"figure": 7} if ok else None)
     assert got["name"] == "demo" and got["machine"]["cores"] >= 1
     assert got["command"].startswith("python -c ")
+
+
+def test_record_passes_the_command_line_on_as_given(tmp_path: Path) -> None:
+    """Only the separator after NAME is record.py's: a later ``--`` is the script's."""
+    code = "import json, sys; json.dump(sys.argv[1:-2], open(sys.argv[-1], 'w'))"
+    assert record.main(["--results", str(tmp_path), "argv", "--", sys.executable, "-c", code,
+                        "--", "x"]) == 0
+    assert json.loads((tmp_path / "argv.json").read_text())["results"] == ["--", "x"]
